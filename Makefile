@@ -1,0 +1,111 @@
+# autopar build.  `make` builds bin/autopar; `make test` runs every test
+# binary; `make check-asan` runs them under AddressSanitizer and
+# UndefinedBehaviorSanitizer; `make bench`, `make figures`, `make install
+# PREFIX=...`, `make clean`.  Optional CUDA parts are probed under CUDA_HOME;
+# without them the CUDA entry points compile to stubs.
+
+CC       ?= cc
+PREFIX   ?= /usr/local
+CUDA_HOME ?= /usr/local/cuda
+BUILD    ?= build
+SAN      ?=
+
+WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wvla -Wshadow
+OPT      ?= -O2 -g
+CFLAGS   := $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Icore -Iplanners -Iruntime
+CFLAGS   += -DAUTOPAR_DATADIR='"$(PREFIX)/share/autopar"'
+LDLIBS   := -lglpk -ljansson -lcsv -lm
+
+ifneq ($(SAN),)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=address,undefined
+endif
+
+# --- optional CUDA, cuDNN, NCCL -------------------------------------------
+NVCC     := $(wildcard $(CUDA_HOME)/bin/nvcc)
+CUDNN_H  := $(wildcard $(CUDA_HOME)/include/cudnn.h)
+NCCL_H   := $(wildcard $(CUDA_HOME)/include/nccl.h)
+ifeq ($(CUDA),0)
+NVCC     :=
+endif
+ifneq ($(NVCC),)
+CUDA_VER := $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+CUDA_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+CFLAGS   += -DAUTOPAR_CUDA=1 -I$(CUDA_HOME)/include
+LDLIBS   += -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcudart
+GPU_OBJ  := $(BUILD)/runtime/gpu_cuda.o
+CUDA_MSG := cuda $(CUDA_VER)
+else
+GPU_OBJ  := $(BUILD)/runtime/gpu_stub.o
+CUDA_MSG := cuda no (stubs)
+endif
+ifneq ($(and $(NVCC),$(CUDNN_H)),)
+CUDNN_MSG := cudnn yes
+else
+CUDNN_MSG := cudnn no
+endif
+ifneq ($(and $(NVCC),$(NCCL_H)),)
+NCCL_MSG := nccl yes
+else
+NCCL_MSG := nccl no
+endif
+ifeq ($(MAKELEVEL),0)
+$(info autopar: $(CUDA_MSG), $(CUDNN_MSG), $(NCCL_MSG) under $(CUDA_HOME))
+endif
+
+# --- sources ----------------------------------------------------------------
+CORE_SRC := $(wildcard core/*.c)
+PLAN_SRC := $(wildcard planners/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+
+LIB_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(PLAN_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libautopar.a
+BIN      := bin/autopar
+ifneq ($(SAN),)
+BIN      := $(BUILD)/autopar
+endif
+TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps test check-asan bench figures install clean
+all: deps $(BIN)
+
+deps:
+	@scripts/install-deps --if-missing
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/runtime/gpu_cuda.o: runtime/gpu_cuda.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -Icore -Iruntime -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka
+
+test: deps $(BIN) $(TESTS)
+	@AUTOPAR_BIN=$(abspath $(BIN)) AUTOPAR_DATA=$(CURDIR) scripts/run-tests $(TESTS)
+
+check-asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT='-O1 -g' test
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/autopar
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/autopar
+	cp -R models profiles $(DESTDIR)$(PREFIX)/share/autopar/
+
+clean:
+	rm -rf build build-asan bin
+
+-include $(shell find build build-asan -name '*.d' 2>/dev/null)

@@ -1,0 +1,203 @@
+/*
+ * `autopar models [NAME|FILE] [-b BATCH] [--csv] [--ops]`: the model zoo
+ * (and the imported PipeDream profiles) with each model's operators,
+ * parameters, forward GMACs and activation bytes; with --ops, one row per
+ * operator.
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "datadir.h"
+#include "err.h"
+#include "model_io.h"
+
+static void summary_row(const struct graph *g, int csv)
+{
+	struct graph_totals t;
+
+	graph_totals(g, &t);
+	if (csv)
+		printf("%s,%lld,%d,%lld,%.6f,%lld\n", g->name, (long long)g->batch, g->nops,
+		       (long long)t.params, (double)t.fwd_macs / 1e9, (long long)t.act_bytes);
+	else
+		printf("%-24s %6lld %6d %14lld %12.3f %14.3f\n", g->name,
+		       (long long)g->batch, g->nops, (long long)t.params,
+		       (double)t.fwd_macs / 1e9, (double)t.act_bytes / 1e9);
+}
+
+static void summary_header(int csv)
+{
+	if (csv)
+		printf("model,batch,ops,params,fwd_gmacs,act_bytes\n");
+	else
+		printf("%-24s %6s %6s %14s %12s %14s\n", "model", "batch", "ops", "params",
+		       "fwd_gmacs", "act_gbytes");
+}
+
+static void list_ops(const struct graph *g, int csv)
+{
+	char shape[96], split[8];
+
+	if (csv)
+		printf("op,kind,shape,params,fwd_macs,out_bytes,split,fwd_us,bwd_us\n");
+	else
+		printf("%-28s %-16s %-26s %12s %14s %6s\n", "op", "kind", "shape", "params",
+		       "fwd_macs", "split");
+	for (int i = 0; i < g->nops; i++) {
+		const struct op *op = &g->ops[i];
+		int n = 0;
+
+		shape_format(&op->out, shape, sizeof shape);
+		for (int d = 0; d < NDIMS; d++)
+			if (op->split_mask & (1u << d))
+				split[n++] = dim_name((enum dim_kind)d)[0];
+		split[n] = 0;
+		if (csv) {
+			printf("%s,%s,%s,%lld,%lld,%lld,%s", op->name, op_kind_name(op->kind),
+			       shape, (long long)op->params, (long long)op->fwd_macs,
+			       (long long)op->out_bytes, split);
+			if (op->m.valid)
+				printf(",%.3f,%.3f\n", op->m.fwd_us, op->m.bwd_us);
+			else
+				printf(",,\n");
+		} else {
+			printf("%-28s %-16s %-26s %12lld %14lld %6s\n", op->name,
+			       op_kind_name(op->kind), shape, (long long)op->params,
+			       (long long)op->fwd_macs, split);
+		}
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names of the zoo (models/NAME.model) and the imported profiles
+ * (pipedream/NAME), sorted. */
+static int list_names(char ***out, int *n)
+{
+	static const struct {
+		const char *dir, *ext, *prefix;
+	} src[] = { { "models", ".model", "" }, { "profiles/pipedream", ".txt", "pipedream/" } };
+	char path[4096], **v = NULL;
+	int cnt = 0, cap = 0;
+
+	for (size_t s = 0; s < 2; s++) {
+		DIR *d = opendir(datapath(path, sizeof path, src[s].dir));
+		struct dirent *e;
+		int first = cnt;
+
+		if (!d)
+			continue;
+		while ((e = readdir(d))) {
+			size_t len = strlen(e->d_name), el = strlen(src[s].ext);
+
+			if (len <= el || strcmp(e->d_name + len - el, src[s].ext))
+				continue;
+			if (cnt == cap) {
+				char **nv = realloc(v, (size_t)(cap = cap ? 2 * cap : 32) * sizeof *v);
+
+				if (!nv)
+					break;
+				v = nv;
+			}
+			v[cnt] = malloc(len + 16);
+			if (!v[cnt])
+				break;
+			snprintf(v[cnt], len + 16, "%s%.*s", src[s].prefix, (int)(len - el),
+				 e->d_name);
+			cnt++;
+		}
+		closedir(d);
+		qsort(v + first, (size_t)(cnt - first), sizeof *v, cmp_str);
+	}
+	*out = v;
+	*n = cnt;
+	return cnt ? 0 : ap_err(AP_EINPUT, datadir(), 0, "no models found under models/");
+}
+
+static int run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "batch", required_argument, NULL, 'b' },
+		{ "csv", no_argument, NULL, 'C' },
+		{ "ops", no_argument, NULL, 'O' },
+		{ 0 },
+	};
+	long long batch = 0;
+	int csv = 0, ops = 0, c, rc = 0, n = 0;
+	char **names = NULL, *end;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "b:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			batch = strtoll(optarg, &end, 10);
+			if (*end || batch <= 0)
+				return ap_err(AP_EINPUT, "-b", 0,
+					      "batch '%s' must be a positive integer", optarg);
+			break;
+		case 'C':
+			csv = 1;
+			break;
+		case 'O':
+			ops = 1;
+			break;
+		default:
+			return ap_err(AP_EINPUT, "models", 0,
+				      "unknown option '%s' (see autopar help models)",
+				      argv[optind - 1]);
+		}
+	}
+	if (argc - optind > 1)
+		return ap_err(AP_EINPUT, "models", 0, "expected at most one model");
+	if (ops && optind == argc)
+		return ap_err(AP_EINPUT, "models", 0, "--ops needs a model");
+	if (optind == argc) {
+		rc = list_names(&names, &n);
+	} else {
+		names = malloc(sizeof *names);
+		if (!names)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		names[0] = strdup(argv[optind]);
+		n = names[0] ? 1 : 0;
+	}
+	if (!rc && !ops)
+		summary_header(csv);
+	for (int i = 0; i < n && !rc; i++) {
+		struct graph g;
+
+		rc = model_load(names[i], batch, &g);
+		if (rc)
+			break;
+		if (ops)
+			list_ops(&g, csv);
+		else
+			summary_row(&g, csv);
+		graph_release(&g);
+	}
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+const struct command cmd_models = {
+	.name = "models",
+	.summary = "list the model zoo: operators, parameters, forward GMACs",
+	.usage = "usage: autopar models [NAME|FILE] [-b BATCH] [--csv] [--ops]\n\n"
+		 "Without a model, lists the zoo (models/*.model) and the imported\n"
+		 "PipeDream profiles (pipedream/NAME). NAME is a zoo name, FILE a .model\n"
+		 "file or a PipeDream graph .txt file.\n\n"
+		 "  -b, --batch N  batch size (default: the model's own)\n"
+		 "  --csv          machine-readable: model,batch,ops,params,fwd_gmacs,act_bytes\n"
+		 "  --ops          one row per operator: kind, shape, parameters, MACs,\n"
+		 "                 splittable dims (and measured times of imported ops)\n",
+	.run = run,
+};

@@ -1,0 +1,18 @@
+/*
+ * The subcommands of `autopar`.  Each lives in cli/cmd_<name>.c, parses its
+ * own options, returns an exit status (0 ok, 1 runtime failure, 2 bad input
+ * or usage) and prints its help text from a `help` function.
+ */
+#ifndef AUTOPAR_COMMANDS_H
+#define AUTOPAR_COMMANDS_H
+
+struct command {
+	const char *name;
+	const char *summary;   /* one line for `autopar help` */
+	const char *usage;     /* full text for `autopar help NAME` and --help */
+	int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+};
+
+extern const struct command cmd_version, cmd_models, cmd_clusters, cmd_profile;
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * The cluster: nodes x devices per node, every device of one profiled kind;
+ * a link class inside a node (NVLink, PCIe, shared memory) and a per-node
+ * NIC across nodes, each with bandwidth and latency.  Presets live in
+ * profiles/clusters.csv (data, edited without recompiling); `-c` also takes
+ * an inline spec such as "4x4:v100,intra=12GB/s,inter=10Gb/s".
+ */
+#ifndef AUTOPAR_CLUSTER_H
+#define AUTOPAR_CLUSTER_H
+
+#include <stdint.h>
+
+#define CLUSTER_NAME_LEN 64
+
+struct link {
+	double bw_bytes_per_s; /* per direction */
+	double latency_s;
+};
+
+struct cluster {
+	char name[CLUSTER_NAME_LEN];
+	char device[32];               /* device kind, a row of devices.csv */
+	char profile[CLUSTER_NAME_LEN]; /* default profile dir under profiles/ */
+	char description[160];
+	int nodes, per_node;
+	struct link intra;             /* between two devices of one node */
+	struct link inter;             /* each node's NIC, shared by its devices */
+	int64_t mem_bytes;             /* per device; 0 = take the device spec's */
+};
+
+enum link_class { LINK_SELF, LINK_INTRA, LINK_INTER };
+
+/* Reads every preset of a clusters.csv. */
+int cluster_load_presets(const char *csv_path, struct cluster **out, int *n);
+
+/* Resolves a preset name (from csv_path) or an inline spec
+ * "NODESxPER_NODE:DEVICE[,intra=BW][,inter=BW][,intra_lat=T][,inter_lat=T][,mem=BYTES]".
+ * Bandwidths take B/s, KB/s, MB/s, GB/s, TB/s (bytes, powers of 1000) or
+ * Kb/s, Mb/s, Gb/s, Tb/s (bits); times take s, ms, us, ns; sizes take
+ * B, KB, MB, GB, KiB, MiB, GiB.  Errors name the spec (or file:line). */
+int cluster_resolve(const char *spec, const char *csv_path, struct cluster *out);
+
+int cluster_ndevices(const struct cluster *c);
+int cluster_node_of(const struct cluster *c, int dev);
+enum link_class cluster_link_class(const struct cluster *c, int a, int b);
+/* The link a transfer from a to b uses (the NIC when nodes differ). */
+const struct link *cluster_link(const struct cluster *c, int a, int b);
+
+/* Unit-suffixed numbers, shared with other parsers. 0 ok, -1 malformed. */
+int parse_bandwidth(const char *s, double *bytes_per_s);
+int parse_duration(const char *s, double *seconds);
+int parse_bytes(const char *s, int64_t *bytes);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * Locating the data files, and the one way autopar writes a file: to a
+ * temporary name, renamed into place only when complete.
+ */
+#include "datadir.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+
+#ifndef AUTOPAR_DATADIR
+#define AUTOPAR_DATADIR "/usr/local/share/autopar"
+#endif
+
+static int is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+const char *datadir(void)
+{
+	static char dir[PATH_MAX];
+	char exe[PATH_MAX], probe[PATH_MAX + 16];
+	const char *env;
+	ssize_t n;
+	char *slash;
+
+	if (dir[0])
+		return dir;
+	env = getenv("AUTOPAR_DATA");
+	if (env && *env) {
+		snprintf(dir, sizeof dir, "%s", env);
+		return dir;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		/* bin/autopar or build-asan/autopar inside the source tree */
+		for (int up = 0; up < 2; up++) {
+			slash = strrchr(exe, '/');
+			if (!slash)
+				break;
+			*slash = 0;
+			snprintf(probe, sizeof probe, "%s/models", exe);
+			if (is_dir(probe)) {
+				snprintf(dir, sizeof dir, "%s", exe);
+				return dir;
+			}
+		}
+	}
+	snprintf(dir, sizeof dir, "%s", AUTOPAR_DATADIR);
+	return dir;
+}
+
+char *datapath(char *buf, size_t len, const char *rel)
+{
+	snprintf(buf, len, "%s/%s", datadir(), rel);
+	return buf;
+}
+
+char *model_path(char *buf, size_t len, const char *arg)
+{
+	if (strchr(arg, '/') || access(arg, F_OK) == 0)
+		snprintf(buf, len, "%s", arg);
+	else
+		snprintf(buf, len, "%s/models/%s.model", datadir(), arg);
+	return buf;
+}
+
+int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ctx)
+{
+	char tmp[PATH_MAX + 32];
+	FILE *f;
+	int rc;
+
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	f = fopen(tmp, "w");
+	if (!f)
+		return ap_err(AP_EINPUT, path, 0, "cannot write: %m");
+	rc = write_cb(f, ctx);
+	if (fclose(f) != 0 && rc == 0)
+		rc = ap_err(AP_EFAIL, path, 0, "write failed: %m");
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = ap_err(AP_EFAIL, path, 0, "cannot rename into place: %m");
+	if (rc != 0)
+		remove(tmp);
+	return rc;
+}

@@ -1,0 +1,24 @@
+/*
+ * Where autopar finds its data (models/, profiles/): $AUTOPAR_DATA, else the
+ * source tree the binary was built in (bin/..), else the installed share
+ * directory.  Names given as paths (containing '/' or ending in the file
+ * extension) are used as they are.
+ */
+#ifndef AUTOPAR_DATADIR_H
+#define AUTOPAR_DATADIR_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+const char *datadir(void);
+/* Writes datadir()/rel into buf; returns buf. */
+char *datapath(char *buf, size_t len, const char *rel);
+
+/* Resolves a model argument: a file path, or a zoo name under models/. */
+char *model_path(char *buf, size_t len, const char *arg);
+
+/* Writes path atomically: content goes to path.tmp.PID, renamed on success.
+ * write_cb returns 0 on success.  On failure the temporary is removed. */
+int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ctx);
+
+#endif

@@ -1,0 +1,1357 @@
+/*
+ * Plans on disk and their checks.  A plan is the one thing every planner
+ * hands to the simulator and the runtime, so it is read strictly: the JSON
+ * schema "autopar-plan" version 1 (DESIGN section 4) is checked field by
+ * field and every complaint names the field as a path ("ops.fc1.degree.c"),
+ * because jansson keeps line numbers only for syntax errors.  plan_validate()
+ * then checks the plan against the graph and the cluster it is meant for;
+ * reading and validating are separate so planners can validate what they
+ * build before anything is written.
+ */
+#include "plan.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datadir.h"
+#include "err.h"
+
+#define PLAN_FORMAT "autopar-plan"
+#define PLAN_VERSION 1
+#define FIELD_LEN 256
+
+/* The names are the schedule's spelling in plans and on the command line. */
+static const char *const sched_names[NSCHED_KINDS] = {
+	[SCHED_GPIPE] = "gpipe",
+	[SCHED_1F1B] = "1f1b",
+	[SCHED_1F1B_ASYNC] = "1f1b-async",
+};
+
+/* "seconds" and "seed" have fields of their own in struct plan. */
+static const char *const reserved_stats[] = { "seconds", "seed", NULL };
+
+const char *sched_name(enum sched_kind k)
+{
+	if ((unsigned)k >= NSCHED_KINDS)
+		return "?";
+	return sched_names[k];
+}
+
+int sched_parse(const char *s, enum sched_kind *out)
+{
+	for (int k = 0; k < NSCHED_KINDS; k++) {
+		if (strcmp(s, sched_names[k]) == 0) {
+			*out = (enum sched_kind)k;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+void plan_init(struct plan *p)
+{
+	memset(p, 0, sizeof *p);
+	p->sched = SCHED_GPIPE;
+	p->microbatches = 1;
+	p->pred_iter_ms = -1;
+	p->pred_samples_per_s = -1;
+	p->pred_bubble = -1;
+	p->pred_peak_mem_bytes = -1;
+}
+
+void plan_release(struct plan *p)
+{
+	for (int i = 0; i < p->nstages; i++) {
+		free(p->stages[i].devices);
+		free(p->stages[i].next);
+	}
+	free(p->stages);
+	for (int i = 0; i < p->nops; i++)
+		free(p->ops[i].devices);
+	free(p->ops);
+	free(p->stat_name);
+	free(p->stat_value);
+	plan_init(p);
+}
+
+int plan_set_devices(int **dst, int *ndst, const int *src, int n)
+{
+	int *d = NULL;
+
+	if (n < 0)
+		return ap_err(AP_EFAIL, NULL, 0, "negative device count %d", n);
+	if (n > 0) {
+		d = malloc((size_t)n * sizeof *d);
+		if (!d)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		memcpy(d, src, (size_t)n * sizeof *d);
+	}
+	free(*dst);
+	*dst = d;
+	*ndst = n;
+	return AP_OK;
+}
+
+int plan_alloc(struct plan *p, const struct graph *g, int nstages)
+{
+	int st = AP_OK;
+
+	plan_release(p);
+	if (nstages < 1) {
+		st = ap_err(AP_EFAIL, NULL, 0, "a plan needs at least one stage, got %d",
+			    nstages);
+		goto out;
+	}
+	snprintf(p->model, sizeof p->model, "%s", g->name);
+	p->batch = g->batch;
+	p->stages = calloc((size_t)nstages, sizeof *p->stages);
+	p->ops = calloc(g->nops > 0 ? (size_t)g->nops : 1, sizeof *p->ops);
+	if (!p->stages || !p->ops) {
+		free(p->stages);
+		free(p->ops);
+		p->stages = NULL;
+		p->ops = NULL;
+		st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
+	}
+	p->nstages = nstages;
+	for (int s = 0; s < nstages; s++)
+		p->stages[s].id = s;
+	/* Set nops as we go so plan_release() frees exactly what exists. */
+	for (int i = 0; i < g->nops; i++) {
+		struct plan_op *o = &p->ops[i];
+		static const int dev0 = 0;
+
+		for (int d = 0; d < NDIMS; d++)
+			o->degree[d] = 1;
+		p->nops = i + 1;
+		/* Degree 1 everywhere is one shard, so one device keeps
+		 * ndev equal to the product of the degrees. */
+		st = plan_set_devices(&o->devices, &o->ndev, &dev0, 1);
+		if (st)
+			goto out;
+	}
+out:
+	if (st)
+		plan_release(p);
+	return st;
+}
+
+static int stat_reserved(const char *name)
+{
+	for (int i = 0; reserved_stats[i]; i++)
+		if (strcmp(name, reserved_stats[i]) == 0)
+			return 1;
+	return 0;
+}
+
+int plan_set_stat(struct plan *p, const char *name, double value)
+{
+	char (*names)[32];
+	double *values;
+
+	if (strlen(name) >= sizeof p->stat_name[0] || !name[0])
+		return ap_err(AP_EINPUT, NULL, 0,
+			      "search statistic '%s': expected a name of 1 to %zu characters",
+			      name, sizeof p->stat_name[0] - 1);
+	if (stat_reserved(name))
+		return ap_err(AP_EINPUT, NULL, 0,
+			      "search statistic '%s': name is reserved (set search_s or seed)",
+			      name);
+	/* JSON has no spelling for NaN or infinity. */
+	if (!isfinite(value))
+		return ap_err(AP_EINPUT, NULL, 0,
+			      "search statistic '%s': expected a finite number", name);
+	for (int i = 0; i < p->nstats; i++) {
+		if (strcmp(p->stat_name[i], name) == 0) {
+			p->stat_value[i] = value;
+			return AP_OK;
+		}
+	}
+	names = realloc(p->stat_name, (size_t)(p->nstats + 1) * sizeof *names);
+	if (!names)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	p->stat_name = names;
+	values = realloc(p->stat_value, (size_t)(p->nstats + 1) * sizeof *values);
+	if (!values)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	p->stat_value = values;
+	snprintf(p->stat_name[p->nstats], sizeof p->stat_name[0], "%s", name);
+	p->stat_value[p->nstats] = value;
+	p->nstats++;
+	return AP_OK;
+}
+
+/* --- reading ------------------------------------------------------------- */
+
+static const char *json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a real number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "a value";
+}
+
+/* The path of a member for messages: "key" at the top, else "prefix.key". */
+static const char *field(char *buf, const char *prefix, const char *key)
+{
+	size_t n = 0;
+
+	/* Op names are short (NAME_LEN), so FIELD_LEN is never reached in
+	 * practice; a path cut there would still say where to look. */
+	if (prefix && prefix[0]) {
+		n = strnlen(prefix, FIELD_LEN - 2);
+		memcpy(buf, prefix, n);
+		buf[n++] = '.';
+	}
+	snprintf(buf + n, FIELD_LEN - n, "%s", key);
+	return buf;
+}
+
+/* Rejects members not in allowed[], so a misspelt field is an error rather
+ * than a silently ignored default. */
+static int check_keys(const char *path, const char *prefix, json_t *obj,
+		      const char *const *allowed)
+{
+	char fld[FIELD_LEN], list[256];
+	const char *key;
+	json_t *v;
+	size_t len = 0;
+
+	json_object_foreach(obj, key, v) {
+		int ok = 0;
+
+		for (int i = 0; allowed[i]; i++)
+			if (strcmp(key, allowed[i]) == 0)
+				ok = 1;
+		if (ok)
+			continue;
+		list[0] = 0;
+		for (int i = 0; allowed[i] && len < sizeof list; i++)
+			len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+						i ? ", " : "", allowed[i]);
+		return ap_err(AP_EINPUT, path, 0, "%s: unknown field '%s' (expected %s)",
+			      field(fld, prefix, key), key, list);
+	}
+	return AP_OK;
+}
+
+/* A member of obj in *out (NULL when absent and not required). */
+static int member(const char *path, json_t *obj, const char *prefix,
+		  const char *key, int required, json_t **out)
+{
+	char fld[FIELD_LEN];
+
+	*out = json_object_get(obj, key);
+	if (!*out && required) {
+		if (prefix && prefix[0])
+			return ap_err(AP_EINPUT, path, 0, "%s: missing field '%s'",
+				      prefix, key);
+		return ap_err(AP_EINPUT, path, 0, "missing field '%s'",
+			      field(fld, prefix, key));
+	}
+	return AP_OK;
+}
+
+static int as_object(const char *path, const char *fld, json_t *v)
+{
+	if (!json_is_object(v))
+		return ap_err(AP_EINPUT, path, 0, "%s: expected an object, got %s",
+			      fld, json_kind(v));
+	return AP_OK;
+}
+
+/* An integer in [min, max]; min is 0 or 1 wherever the schema asks for
+ * non-negative or positive numbers, which the message spells out. */
+static int as_int(const char *path, const char *fld, json_t *v, int64_t min,
+		  int64_t max, int64_t *out)
+{
+	const char *want = min == 1 ? "a positive integer" :
+			   min == 0 ? "a non-negative integer" : "an integer";
+	json_int_t x;
+
+	if (!json_is_integer(v))
+		return ap_err(AP_EINPUT, path, 0, "%s: expected %s, got %s", fld,
+			      want, json_kind(v));
+	x = json_integer_value(v);
+	if (x < min)
+		return ap_err(AP_EINPUT, path, 0, "%s: expected %s, got %lld", fld,
+			      want, (long long)x);
+	if (x > max)
+		return ap_err(AP_EINPUT, path, 0, "%s: %lld is too large (at most %lld)",
+			      fld, (long long)x, (long long)max);
+	*out = x;
+	return AP_OK;
+}
+
+static int as_int32(const char *path, const char *fld, json_t *v, int min, int *out)
+{
+	int64_t x;
+	int st = as_int(path, fld, v, min, INT_MAX, &x);
+
+	if (st == AP_OK)
+		*out = (int)x;
+	return st;
+}
+
+/* A finite number >= 0; JSON integers count as numbers. */
+static int as_number(const char *path, const char *fld, json_t *v, double *out)
+{
+	double x;
+
+	if (!json_is_number(v))
+		return ap_err(AP_EINPUT, path, 0, "%s: expected a number, got %s", fld,
+			      json_kind(v));
+	x = json_number_value(v);
+	if (!(x >= 0) || !isfinite(x))
+		return ap_err(AP_EINPUT, path, 0,
+			      "%s: expected a non-negative number, got %g", fld, x);
+	*out = x;
+	return AP_OK;
+}
+
+static int as_string(const char *path, const char *fld, json_t *v, char *buf,
+		     size_t len)
+{
+	const char *s;
+
+	if (!json_is_string(v))
+		return ap_err(AP_EINPUT, path, 0, "%s: expected a string, got %s", fld,
+			      json_kind(v));
+	s = json_string_value(v);
+	if (strlen(s) >= len)
+		return ap_err(AP_EINPUT, path, 0,
+			      "%s: '%s' is too long (at most %zu characters)", fld, s,
+			      len - 1);
+	snprintf(buf, len, "%s", s);
+	return AP_OK;
+}
+
+/* An array of device or stage ids.  Ranges are checked by plan_validate(),
+ * which knows the cluster; here only the type and the sign. */
+static int as_id_array(const char *path, const char *fld, json_t *v, int **out,
+		       int *n)
+{
+	char efld[FIELD_LEN];
+	size_t len, i;
+	int *a = NULL;
+	int st = AP_OK;
+
+	if (!json_is_array(v)) {
+		st = ap_err(AP_EINPUT, path, 0, "%s: expected an array, got %s", fld,
+			    json_kind(v));
+		goto out;
+	}
+	len = json_array_size(v);
+	if (len > INT_MAX) {
+		st = ap_err(AP_EINPUT, path, 0, "%s: too many entries", fld);
+		goto out;
+	}
+	if (len) {
+		a = malloc(len * sizeof *a);
+		if (!a) {
+			st = ap_err(AP_EFAIL, path, 0, "out of memory");
+			goto out;
+		}
+	}
+	for (i = 0; i < len; i++) {
+		snprintf(efld, sizeof efld, "%s[%zu]", fld, i);
+		st = as_int32(path, efld, json_array_get(v, i), 0, &a[i]);
+		if (st)
+			goto out;
+	}
+	free(*out);
+	*out = a;
+	*n = (int)len;
+	a = NULL;
+out:
+	free(a);
+	return st;
+}
+
+static int read_search(const char *path, json_t *v, struct plan *p)
+{
+	char fld[FIELD_LEN];
+	const char *key;
+	json_t *x;
+	int64_t seed;
+	double val;
+	int st;
+
+	st = as_object(path, "search", v);
+	if (st)
+		return st;
+	json_object_foreach(v, key, x) {
+		field(fld, "search", key);
+		if (strcmp(key, "seconds") == 0) {
+			st = as_number(path, fld, x, &p->search_s);
+		} else if (strcmp(key, "seed") == 0) {
+			st = as_int(path, fld, x, 0, INT64_MAX, &seed);
+			if (!st)
+				p->seed = (uint64_t)seed;
+		} else if (!json_is_number(x)) {
+			st = ap_err(AP_EINPUT, path, 0,
+				    "%s: expected a number (a planner statistic), got %s",
+				    fld, json_kind(x));
+		} else if (strlen(key) >= sizeof p->stat_name[0]) {
+			st = ap_err(AP_EINPUT, path, 0,
+				    "%s: statistic name too long (at most %zu characters)",
+				    fld, sizeof p->stat_name[0] - 1);
+		} else {
+			/* Statistics may be negative (a log-likelihood, a
+			 * difference), so no as_number() here. */
+			val = json_number_value(x);
+			st = plan_set_stat(p, key, val);
+		}
+		if (st)
+			return st;
+	}
+	return AP_OK;
+}
+
+static int read_schedule(const char *path, json_t *v, struct plan *p)
+{
+	static const char *const keys[] = { "kind", "microbatches", NULL };
+	char kind[32];
+	json_t *x;
+	int st;
+
+	st = as_object(path, "schedule", v);
+	if (!st)
+		st = check_keys(path, "schedule", v, keys);
+	if (!st)
+		st = member(path, v, "schedule", "kind", 1, &x);
+	if (!st)
+		st = as_string(path, "schedule.kind", x, kind, sizeof kind);
+	if (st)
+		return st;
+	if (sched_parse(kind, &p->sched))
+		return ap_err(AP_EINPUT, path, 0,
+			      "schedule.kind: unknown schedule '%s' (expected gpipe, 1f1b or 1f1b-async)",
+			      kind);
+	st = member(path, v, "schedule", "microbatches", 1, &x);
+	if (!st)
+		st = as_int32(path, "schedule.microbatches", x, 1, &p->microbatches);
+	return st;
+}
+
+static int read_stages(const char *path, json_t *v, struct plan *p)
+{
+	static const char *const keys[] = { "id", "devices", "next", NULL };
+	char pre[FIELD_LEN], fld[FIELD_LEN];
+	size_t n;
+	json_t *s, *x;
+	int st = AP_OK;
+
+	if (!json_is_array(v))
+		return ap_err(AP_EINPUT, path, 0, "stages: expected an array, got %s",
+			      json_kind(v));
+	n = json_array_size(v);
+	if (n == 0)
+		return ap_err(AP_EINPUT, path, 0, "stages: expected at least one stage");
+	if (n > INT_MAX)
+		return ap_err(AP_EINPUT, path, 0, "stages: too many stages");
+	p->stages = calloc(n, sizeof *p->stages);
+	if (!p->stages)
+		return ap_err(AP_EFAIL, path, 0, "out of memory");
+	p->nstages = (int)n;
+	for (size_t i = 0; i < n; i++) {
+		struct plan_stage *ps = &p->stages[i];
+
+		snprintf(pre, sizeof pre, "stages[%zu]", i);
+		s = json_array_get(v, i);
+		st = as_object(path, pre, s);
+		if (!st)
+			st = check_keys(path, pre, s, keys);
+		if (!st)
+			st = member(path, s, pre, "id", 1, &x);
+		if (!st)
+			st = as_int32(path, field(fld, pre, "id"), x, 0, &ps->id);
+		if (!st)
+			st = member(path, s, pre, "devices", 1, &x);
+		if (!st)
+			st = as_id_array(path, field(fld, pre, "devices"), x,
+					 &ps->devices, &ps->ndev);
+		/* The last stage of a pipeline has nowhere to go: `next`
+		 * may be left out. */
+		if (!st)
+			st = member(path, s, pre, "next", 0, &x);
+		if (!st && x)
+			st = as_id_array(path, field(fld, pre, "next"), x, &ps->next,
+					 &ps->nnext);
+		if (st)
+			return st;
+	}
+	return AP_OK;
+}
+
+static int read_degree(const char *path, const char *pre, json_t *v,
+		       struct plan_op *o)
+{
+	char fld[FIELD_LEN];
+	const char *key;
+	json_t *x;
+	int st;
+
+	st = as_object(path, pre, v);
+	if (st)
+		return st;
+	json_object_foreach(v, key, x) {
+		int d;
+
+		for (d = 0; d < NDIMS; d++)
+			if (strcmp(key, dim_name((enum dim_kind)d)) == 0)
+				break;
+		field(fld, pre, key);
+		if (d == NDIMS)
+			return ap_err(AP_EINPUT, path, 0,
+				      "%s: unknown dim '%s' (expected n, c, h, w or l)",
+				      fld, key);
+		st = as_int32(path, fld, x, 1, &o->degree[d]);
+		if (st)
+			return st;
+	}
+	return AP_OK;
+}
+
+static int read_ops(const char *path, json_t *v, const struct graph *g,
+		    struct plan *p)
+{
+	static const char *const keys[] = { "stage", "degree", "devices", NULL };
+	char pre[FIELD_LEN], fld[FIELD_LEN];
+	const char *name;
+	json_t *o, *x;
+	char *seen = NULL;
+	int st;
+
+	st = as_object(path, "ops", v);
+	if (st)
+		goto out;
+	p->ops = calloc(g->nops > 0 ? (size_t)g->nops : 1, sizeof *p->ops);
+	seen = calloc(g->nops > 0 ? (size_t)g->nops : 1, 1);
+	if (!p->ops || !seen) {
+		st = ap_err(AP_EFAIL, path, 0, "out of memory");
+		goto out;
+	}
+	p->nops = g->nops;
+	for (int i = 0; i < g->nops; i++)
+		for (int d = 0; d < NDIMS; d++)
+			p->ops[i].degree[d] = 1;
+	json_object_foreach(v, name, o) {
+		int i = graph_find(g, name);
+		struct plan_op *po;
+
+		snprintf(pre, sizeof pre, "ops.%s", name);
+		if (i < 0) {
+			st = ap_err(AP_EINPUT, path, 0,
+				    "%s: unknown operator '%s' (model '%s' has no such operator)",
+				    pre, name, g->name);
+			goto out;
+		}
+		po = &p->ops[i];
+		seen[i] = 1;
+		st = as_object(path, pre, o);
+		if (!st)
+			st = check_keys(path, pre, o, keys);
+		if (!st)
+			st = member(path, o, pre, "stage", 1, &x);
+		if (!st)
+			st = as_int32(path, field(fld, pre, "stage"), x, 0, &po->stage);
+		if (!st)
+			st = member(path, o, pre, "degree", 0, &x);
+		if (!st && x)
+			st = read_degree(path, field(fld, pre, "degree"), x, po);
+		if (!st)
+			st = member(path, o, pre, "devices", 1, &x);
+		if (!st)
+			st = as_id_array(path, field(fld, pre, "devices"), x,
+					 &po->devices, &po->ndev);
+		if (st)
+			goto out;
+	}
+	for (int i = 0; i < g->nops; i++) {
+		if (!seen[i]) {
+			st = ap_err(AP_EINPUT, path, 0,
+				    "ops: operator '%s' of model '%s' is missing from the plan",
+				    g->ops[i].name, g->name);
+			goto out;
+		}
+	}
+out:
+	free(seen);
+	return st;
+}
+
+static int read_predicted(const char *path, json_t *v, struct plan *p)
+{
+	static const char *const keys[] = { "iter_ms", "samples_per_s",
+					    "peak_mem_bytes", "bubble", NULL };
+	json_t *x;
+	int st;
+
+	st = as_object(path, "predicted", v);
+	if (!st)
+		st = check_keys(path, "predicted", v, keys);
+	if (!st && (x = json_object_get(v, "iter_ms")))
+		st = as_number(path, "predicted.iter_ms", x, &p->pred_iter_ms);
+	if (!st && (x = json_object_get(v, "samples_per_s")))
+		st = as_number(path, "predicted.samples_per_s", x,
+			       &p->pred_samples_per_s);
+	if (!st && (x = json_object_get(v, "peak_mem_bytes")))
+		st = as_int(path, "predicted.peak_mem_bytes", x, 0, INT64_MAX,
+			    &p->pred_peak_mem_bytes);
+	if (!st && (x = json_object_get(v, "bubble")))
+		st = as_number(path, "predicted.bubble", x, &p->pred_bubble);
+	return st;
+}
+
+static int read_root(const char *path, json_t *root, const struct graph *g,
+		     struct plan *p)
+{
+	static const char *const keys[] = {
+		"format", "version", "model", "batch", "cluster", "profile",
+		"planner", "search", "schedule", "stages", "ops", "predicted", NULL
+	};
+	char format[64];
+	int64_t version;
+	json_t *x;
+	int st;
+
+	if (!json_is_object(root))
+		return ap_err(AP_EINPUT, path, 0,
+			      "expected a JSON object at the top, got %s",
+			      json_kind(root));
+	/* format and version first: anything else in a file that is not a
+	 * version-1 plan would only give a misleading message. */
+	st = member(path, root, NULL, "format", 1, &x);
+	if (!st)
+		st = as_string(path, "format", x, format, sizeof format);
+	if (st)
+		return st;
+	if (strcmp(format, PLAN_FORMAT) != 0)
+		return ap_err(AP_EINPUT, path, 0,
+			      "format: '%s' is not an autopar plan (expected '" PLAN_FORMAT "')",
+			      format);
+	st = member(path, root, NULL, "version", 1, &x);
+	if (!st)
+		st = as_int(path, "version", x, 1, INT64_MAX, &version);
+	if (st)
+		return st;
+	if (version != PLAN_VERSION)
+		return ap_err(AP_EINPUT, path, 0,
+			      "version: unsupported plan version %lld (this build reads version %d)",
+			      (long long)version, PLAN_VERSION);
+	st = check_keys(path, NULL, root, keys);
+	if (!st)
+		st = member(path, root, NULL, "model", 1, &x);
+	if (!st)
+		st = as_string(path, "model", x, p->model, sizeof p->model);
+	if (!st)
+		st = member(path, root, NULL, "batch", 1, &x);
+	if (!st)
+		st = as_int(path, "batch", x, 1, INT64_MAX, &p->batch);
+	if (!st)
+		st = member(path, root, NULL, "cluster", 1, &x);
+	if (!st)
+		st = as_string(path, "cluster", x, p->cluster, sizeof p->cluster);
+	/* A hand-written plan need not say who made it or how. */
+	if (!st && (x = json_object_get(root, "profile")))
+		st = as_string(path, "profile", x, p->profile, sizeof p->profile);
+	if (!st && (x = json_object_get(root, "planner")))
+		st = as_string(path, "planner", x, p->planner, sizeof p->planner);
+	if (!st && (x = json_object_get(root, "search")))
+		st = read_search(path, x, p);
+	if (!st)
+		st = member(path, root, NULL, "schedule", 1, &x);
+	if (!st)
+		st = read_schedule(path, x, p);
+	if (!st)
+		st = member(path, root, NULL, "stages", 1, &x);
+	if (!st)
+		st = read_stages(path, x, p);
+	if (!st)
+		st = member(path, root, NULL, "ops", 1, &x);
+	if (!st)
+		st = read_ops(path, x, g, p);
+	if (!st && (x = json_object_get(root, "predicted")))
+		st = read_predicted(path, x, p);
+	return st;
+}
+
+int plan_read(const char *path, const struct graph *g, struct plan *p)
+{
+	json_error_t jerr;
+	json_t *root = NULL;
+	FILE *f;
+	int st;
+
+	plan_release(p);
+	/* Opened here so a missing file reads "cannot read" with errno,
+	 * not jansson's message that repeats the path. */
+	f = fopen(path, "r");
+	if (!f) {
+		st = ap_err(AP_EINPUT, path, 0, "cannot read: %m");
+		goto out;
+	}
+	root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+	fclose(f);
+	if (!root) {
+		st = ap_err(AP_EINPUT, path, jerr.line, "%s", jerr.text);
+		goto out;
+	}
+	st = read_root(path, root, g, p);
+out:
+	json_decref(root);
+	if (st)
+		plan_release(p);
+	return st;
+}
+
+/* --- writing ------------------------------------------------------------- */
+
+/* Adds v under key, or fails when v could not be made.  json_object_set_new
+ * consumes v either way, so callers need no cleanup of their own. */
+static int put(json_t *obj, const char *key, json_t *v)
+{
+	return json_object_set_new(obj, key, v) ? -1 : 0;
+}
+
+static json_t *id_array(const int *a, int n)
+{
+	json_t *arr = json_array();
+
+	for (int i = 0; arr && i < n; i++) {
+		if (json_array_append_new(arr, json_integer(a[i]))) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+static json_t *build_stages(const struct plan *p)
+{
+	json_t *arr = json_array();
+
+	for (int s = 0; arr && s < p->nstages; s++) {
+		const struct plan_stage *ps = &p->stages[s];
+		json_t *o = json_object();
+		int bad = !o;
+
+		bad = bad || put(o, "id", json_integer(ps->id));
+		bad = bad || put(o, "devices", id_array(ps->devices, ps->ndev));
+		bad = bad || put(o, "next", id_array(ps->next, ps->nnext));
+		if (bad || json_array_append_new(arr, o)) {
+			if (bad)
+				json_decref(o);
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+static json_t *build_ops(const struct plan *p, const struct graph *g)
+{
+	json_t *ops = json_object();
+
+	for (int i = 0; ops && i < g->nops; i++) {
+		const struct plan_op *po = &p->ops[i];
+		const struct op *op = &g->ops[i];
+		json_t *o = json_object(), *deg = json_object();
+		int bad = !o || !deg;
+
+		/* The dims the op has, so a reader sees at a glance what
+		 * could have been split; a degree on a missing dim is kept
+		 * so that plan_validate() can complain about it later. */
+		for (int d = 0; !bad && d < NDIMS; d++)
+			if (shape_dim(&op->out, (enum dim_kind)d) >= 0 ||
+			    po->degree[d] != 1)
+				bad = put(deg, dim_name((enum dim_kind)d),
+					  json_integer(po->degree[d]));
+		bad = bad || put(o, "stage", json_integer(po->stage));
+		if (!bad) {
+			bad = put(o, "degree", deg);
+			deg = NULL;
+		}
+		bad = bad || put(o, "devices", id_array(po->devices, po->ndev));
+		if (!bad) {
+			bad = put(ops, op->name, o);
+			o = NULL;
+		}
+		json_decref(deg);
+		json_decref(o);
+		if (bad) {
+			json_decref(ops);
+			return NULL;
+		}
+	}
+	return ops;
+}
+
+static json_t *build_root(const struct plan *p, const struct graph *g)
+{
+	json_t *root = json_object(), *search = json_object();
+	json_t *sched = json_object(), *pred = NULL;
+	int bad = !root || !search || !sched;
+
+	bad = bad || put(root, "format", json_string(PLAN_FORMAT));
+	bad = bad || put(root, "version", json_integer(PLAN_VERSION));
+	bad = bad || put(root, "model", json_string(p->model));
+	bad = bad || put(root, "batch", json_integer(p->batch));
+	bad = bad || put(root, "cluster", json_string(p->cluster));
+	bad = bad || put(root, "profile", json_string(p->profile));
+	bad = bad || put(root, "planner", json_string(p->planner));
+
+	bad = bad || put(search, "seconds", json_real(p->search_s));
+	bad = bad || put(search, "seed", json_integer((json_int_t)p->seed));
+	for (int i = 0; !bad && i < p->nstats; i++)
+		bad = put(search, p->stat_name[i], json_real(p->stat_value[i]));
+	if (!bad) {
+		bad = put(root, "search", search);
+		search = NULL;
+	}
+
+	bad = bad || put(sched, "kind", json_string(sched_name(p->sched)));
+	bad = bad || put(sched, "microbatches", json_integer(p->microbatches));
+	if (!bad) {
+		bad = put(root, "schedule", sched);
+		sched = NULL;
+	}
+	bad = bad || put(root, "stages", build_stages(p));
+	bad = bad || put(root, "ops", build_ops(p, g));
+
+	/* Only what the simulator filled in; a fresh plan has no
+	 * "predicted" at all. */
+	if (!bad && (p->pred_iter_ms >= 0 || p->pred_samples_per_s >= 0 ||
+		     p->pred_peak_mem_bytes >= 0 || p->pred_bubble >= 0)) {
+		pred = json_object();
+		bad = !pred;
+		if (!bad && p->pred_iter_ms >= 0)
+			bad = put(pred, "iter_ms", json_real(p->pred_iter_ms));
+		if (!bad && p->pred_samples_per_s >= 0)
+			bad = put(pred, "samples_per_s",
+				  json_real(p->pred_samples_per_s));
+		if (!bad && p->pred_peak_mem_bytes >= 0)
+			bad = put(pred, "peak_mem_bytes",
+				  json_integer(p->pred_peak_mem_bytes));
+		if (!bad && p->pred_bubble >= 0)
+			bad = put(pred, "bubble", json_real(p->pred_bubble));
+		if (!bad) {
+			bad = put(root, "predicted", pred);
+			pred = NULL;
+		}
+	}
+	json_decref(search);
+	json_decref(sched);
+	json_decref(pred);
+	if (bad) {
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
+struct write_ctx {
+	const char *path;
+	json_t *root;
+};
+
+static int write_json(FILE *f, void *arg)
+{
+	struct write_ctx *w = arg;
+
+	/* One member a line, in the order built (graph order for ops), so
+	 * two plans of one model diff line by line. */
+	if (json_dumpf(w->root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ||
+	    fputc('\n', f) == EOF)
+		return ap_err(AP_EFAIL, w->path, 0, "write failed: %m");
+	return AP_OK;
+}
+
+int plan_write(const struct plan *p, const struct graph *g, const char *path)
+{
+	struct write_ctx w = { .path = path, .root = NULL };
+	int st;
+
+	if (p->nops != g->nops) {
+		st = ap_err(AP_EINPUT, path, 0,
+			    "plan has %d operators but model '%s' has %d", p->nops,
+			    g->name, g->nops);
+		goto out;
+	}
+	/* What plan_read() would refuse is not written in the first place. */
+	if (p->seed > INT64_MAX) {
+		st = ap_err(AP_EINPUT, path, 0,
+			    "search.seed: %llu is too large (at most %lld)",
+			    (unsigned long long)p->seed, (long long)INT64_MAX);
+		goto out;
+	}
+	for (int i = 0; i < p->nstats; i++) {
+		if (!isfinite(p->stat_value[i]) || stat_reserved(p->stat_name[i])) {
+			st = ap_err(AP_EINPUT, path, 0,
+				    "search.%s: expected a finite number under a name other than seconds or seed",
+				    p->stat_name[i]);
+			goto out;
+		}
+	}
+	if (!isfinite(p->search_s) || !isfinite(p->pred_iter_ms) ||
+	    !isfinite(p->pred_samples_per_s) || !isfinite(p->pred_bubble)) {
+		st = ap_err(AP_EINPUT, path, 0,
+			    "search.seconds or predicted: expected finite numbers");
+		goto out;
+	}
+	w.root = build_root(p, g);
+	if (!w.root) {
+		st = ap_err(AP_EFAIL, path, 0, "out of memory building the plan");
+		goto out;
+	}
+	st = write_atomic(path, write_json, &w);
+out:
+	json_decref(w.root);
+	return st;
+}
+
+/* --- validation ---------------------------------------------------------- */
+
+/* What plan_validate() builds once and its checks share. */
+struct vctx {
+	const struct plan *p;
+	const struct graph *g;
+	const struct cluster *c;
+	const char *path;
+	int ndev;
+	int *pos;                 /* stage id -> index in p->stages */
+	unsigned char *reach;     /* [a * nstages + b]: b reachable from a */
+	unsigned char *member;    /* [s * ndev + d]: device d in stages[s] */
+};
+
+static int check_schedule(struct vctx *v)
+{
+	const struct plan *p = v->p;
+
+	if (p->batch != v->g->batch)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "batch: the plan is for batch %lld but model '%s' has batch %lld",
+			      (long long)p->batch, v->g->name, (long long)v->g->batch);
+	if ((unsigned)p->sched >= NSCHED_KINDS)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "schedule.kind: unknown schedule %d", (int)p->sched);
+	if (p->microbatches < 1)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "schedule.microbatches: expected a positive integer, got %d",
+			      p->microbatches);
+	if (p->batch % p->microbatches)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "schedule.microbatches: %d does not divide the batch of %lld",
+			      p->microbatches, (long long)p->batch);
+	return AP_OK;
+}
+
+/* Depth-first search over `next` with an explicit path, so a cycle can be
+ * reported as the stages it runs through. */
+static int check_acyclic(struct vctx *v)
+{
+	const struct plan *p = v->p;
+	int n = p->nstages;
+	int *colour = calloc((size_t)n, sizeof *colour);
+	int *stack = malloc((size_t)n * sizeof *stack);
+	int *iter = calloc((size_t)n, sizeof *iter);
+	int st = AP_OK;
+
+	if (!colour || !stack || !iter) {
+		st = ap_err(AP_EFAIL, v->path, 0, "out of memory");
+		goto out;
+	}
+	for (int root = 0; root < n; root++) {
+		int top = 0;
+
+		if (colour[root])
+			continue;
+		stack[top++] = root;
+		colour[root] = 1;
+		while (top > 0) {
+			int s = stack[top - 1], t;
+			const struct plan_stage *ps = &p->stages[s];
+
+			if (iter[s] == ps->nnext) {
+				colour[s] = 2;
+				top--;
+				continue;
+			}
+			t = v->pos[ps->next[iter[s]++]];
+			if (colour[t] == 0) {
+				colour[t] = 1;
+				stack[top++] = t;
+			} else if (colour[t] == 1) {
+				char cyc[512];
+				size_t len = 0;
+				int k = top - 1;
+
+				while (stack[k] != t)
+					k--;
+				for (; k < top && len < sizeof cyc; k++)
+					len += (size_t)snprintf(cyc + len, sizeof cyc - len,
+								"%d -> ", p->stages[stack[k]].id);
+				if (len < sizeof cyc)
+					snprintf(cyc + len, sizeof cyc - len, "%d", p->stages[t].id);
+				st = ap_err(AP_EINPUT, v->path, 0,
+					    "stages[%d].next: stages form a cycle %s (expected a DAG)",
+					    s, cyc);
+				goto out;
+			}
+		}
+	}
+out:
+	free(colour);
+	free(stack);
+	free(iter);
+	return st;
+}
+
+static int check_stages(struct vctx *v)
+{
+	const struct plan *p = v->p;
+	int n = p->nstages;
+	int *todo = NULL;
+	int st = AP_OK;
+
+	if (n < 1) {
+		st = ap_err(AP_EINPUT, v->path, 0, "stages: expected at least one stage");
+		goto out;
+	}
+	v->pos = malloc((size_t)n * sizeof *v->pos);
+	v->reach = calloc((size_t)n * (size_t)n, 1);
+	v->member = calloc((size_t)n * (size_t)v->ndev, 1);
+	todo = malloc((size_t)n * sizeof *todo);
+	if (!v->pos || !v->reach || !v->member || !todo) {
+		st = ap_err(AP_EFAIL, v->path, 0, "out of memory");
+		goto out;
+	}
+	for (int s = 0; s < n; s++)
+		v->pos[s] = -1;
+	for (int s = 0; s < n; s++) {
+		int id = p->stages[s].id;
+
+		if (id < 0 || id >= n) {
+			st = ap_err(AP_EINPUT, v->path, 0,
+				    "stages[%d].id: %d is out of range (expected 0..%d, one id per stage)",
+				    s, id, n - 1);
+			goto out;
+		}
+		if (v->pos[id] >= 0) {
+			st = ap_err(AP_EINPUT, v->path, 0,
+				    "stages[%d].id: stage %d is already stages[%d]",
+				    s, id, v->pos[id]);
+			goto out;
+		}
+		v->pos[id] = s;
+	}
+	for (int s = 0; s < n; s++) {
+		const struct plan_stage *ps = &p->stages[s];
+
+		if (ps->ndev < 1) {
+			st = ap_err(AP_EINPUT, v->path, 0,
+				    "stages[%d].devices: expected at least one device", s);
+			goto out;
+		}
+		for (int k = 0; k < ps->ndev; k++) {
+			int d = ps->devices[k];
+
+			if (d < 0 || d >= v->ndev) {
+				st = ap_err(AP_EINPUT, v->path, 0,
+					    "stages[%d].devices[%d]: device %d does not exist (cluster '%s' has devices 0..%d)",
+					    s, k, d, v->c->name, v->ndev - 1);
+				goto out;
+			}
+			if (v->member[(size_t)s * v->ndev + d]) {
+				st = ap_err(AP_EINPUT, v->path, 0,
+					    "stages[%d].devices[%d]: device %d is listed twice",
+					    s, k, d);
+				goto out;
+			}
+			v->member[(size_t)s * v->ndev + d] = 1;
+		}
+		for (int k = 0; k < ps->nnext; k++) {
+			int t = ps->next[k];
+
+			if (t < 0 || t >= n) {
+				st = ap_err(AP_EINPUT, v->path, 0,
+					    "stages[%d].next[%d]: no stage %d (the plan has stages 0..%d)",
+					    s, k, t, n - 1);
+				goto out;
+			}
+			for (int j = 0; j < k; j++) {
+				if (ps->next[j] == t) {
+					st = ap_err(AP_EINPUT, v->path, 0,
+						    "stages[%d].next[%d]: stage %d is listed twice",
+						    s, k, t);
+					goto out;
+				}
+			}
+		}
+	}
+	st = check_acyclic(v);
+	if (st)
+		goto out;
+	/* Reachability by a walk from every stage; plans have few stages. */
+	for (int a = 0; a < n; a++) {
+		unsigned char *row = v->reach + (size_t)a * n;
+		int top = 0;
+
+		todo[top++] = a;
+		while (top > 0) {
+			const struct plan_stage *ps = &p->stages[todo[--top]];
+
+			for (int k = 0; k < ps->nnext; k++) {
+				int t = v->pos[ps->next[k]];
+
+				if (!row[t]) {
+					row[t] = 1;
+					todo[top++] = t;
+				}
+			}
+		}
+	}
+out:
+	free(todo);
+	return st;
+}
+
+static void mask_format(unsigned mask, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int d = 0; d < NDIMS && n < len; d++)
+		if (mask & (1u << d))
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+					      dim_name((enum dim_kind)d));
+	if (!buf[0])
+		snprintf(buf, len, "none");
+}
+
+static int check_degrees(struct vctx *v, int i)
+{
+	const struct op *op = &v->g->ops[i];
+	const struct plan_op *po = &v->p->ops[i];
+	char shp[128], ok[32];
+	int64_t shards = 1;
+
+	for (int d = 0; d < NDIMS; d++) {
+		const char *dn = dim_name((enum dim_kind)d);
+		int deg = po->degree[d];
+		int64_t size;
+
+		if (deg < 1)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.degree.%s: expected a positive degree, got %d",
+				      op->name, dn, deg);
+		if (deg == 1)
+			continue;
+		if (shape_dim(&op->out, (enum dim_kind)d) < 0) {
+			shape_format(&op->out, shp, sizeof shp);
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.degree.%s: operator '%s' has no dim %s (its output is %s), so its degree must be 1",
+				      op->name, dn, op->name, dn, shp);
+		}
+		if (!(op->split_mask & (1u << d))) {
+			mask_format(op->split_mask, ok, sizeof ok);
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.degree.%s: operator '%s' (%s) cannot be split along %s (splittable: %s)",
+				      op->name, dn, op->name, op_kind_name(op->kind),
+				      dn, ok);
+		}
+		size = shape_size(&op->out, (enum dim_kind)d);
+		/* Every micro-batch is split the same way, so the sample
+		 * degree must divide the micro-batch, not just the batch. */
+		if (d == DIM_N) {
+			int64_t mb = size / v->p->microbatches;
+
+			if (mb % deg)
+				return ap_err(AP_EINPUT, v->path, 0,
+					      "ops.%s.degree.n: %d does not divide the micro-batch of %lld samples (batch %lld in %d micro-batches)",
+					      op->name, deg, (long long)mb,
+					      (long long)size, v->p->microbatches);
+		} else if (size % deg) {
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.degree.%s: %d does not divide %lld, the size of dim %s",
+				      op->name, dn, deg, (long long)size, dn);
+		}
+		/* Saturates instead of overflowing: anything past INT_MAX
+		 * cannot match ndev anyway. */
+		shards = shards > INT_MAX ? shards : shards * deg;
+	}
+	if (shards != po->ndev)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "ops.%s.devices: %d devices listed but the degrees (n=%d c=%d h=%d w=%d l=%d) make %lld shards",
+			      op->name, po->ndev, po->degree[DIM_N], po->degree[DIM_C],
+			      po->degree[DIM_H], po->degree[DIM_W], po->degree[DIM_L],
+			      (long long)shards);
+	return AP_OK;
+}
+
+/* stamp[] holds i + 1 for devices already seen in op i: no clearing. */
+static int check_op(struct vctx *v, int i, int *stamp)
+{
+	const struct op *op = &v->g->ops[i];
+	const struct plan_op *po = &v->p->ops[i];
+	int n = v->p->nstages, s;
+	int st;
+
+	if (po->stage < 0 || po->stage >= n)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "ops.%s.stage: no stage %d (the plan has stages 0..%d)",
+			      op->name, po->stage, n - 1);
+	s = v->pos[po->stage];
+	st = check_degrees(v, i);
+	if (st)
+		return st;
+	for (int k = 0; k < po->ndev; k++) {
+		int d = po->devices[k];
+
+		if (d < 0 || d >= v->ndev)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.devices[%d]: device %d does not exist (cluster '%s' has devices 0..%d)",
+				      op->name, k, d, v->c->name, v->ndev - 1);
+		if (stamp[d] == i + 1)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.devices[%d]: device %d is listed twice (each shard needs its own device)",
+				      op->name, k, d);
+		stamp[d] = i + 1;
+		if (!v->member[(size_t)s * v->ndev + d])
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.devices[%d]: device %d is not a device of stage %d (stages[%d].devices)",
+				      op->name, k, d, po->stage, s);
+	}
+	/* Data flows along `next` only: an input computed on a stage that
+	 * cannot reach this one would have to travel backwards. */
+	for (int k = 0; k < op->nin; k++) {
+		int j = op->in[k];
+		int sj = v->p->ops[j].stage;
+
+		if (sj != po->stage &&
+		    !v->reach[(size_t)v->pos[sj] * n + s])
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.stage: stage %d cannot be reached along 'next' from stage %d of its input '%s' (edges must go forward)",
+				      op->name, po->stage, sj, v->g->ops[j].name);
+	}
+	return AP_OK;
+}
+
+/* Parameters are indexed by the output channel (SOAP's parameter dim), so
+ * an op's c degree shards them and every other degree replicates them. */
+static int64_t param_shard_bytes(const struct op *op, const struct plan_op *po)
+{
+	int64_t bytes = op->params * BYTES_PER_ELEM;
+
+	if (op->m.valid && op->m.param_bytes > 0)
+		bytes = op->m.param_bytes;
+	return (bytes + po->degree[DIM_C] - 1) / po->degree[DIM_C];
+}
+
+/* Weights, their gradients and the optimizer's momentum: three copies of
+ * every parameter shard stay on its device for the whole iteration, so a
+ * plan that overflows here cannot run whatever the activations need. */
+static int check_memory(struct vctx *v)
+{
+	const struct graph *g = v->g;
+	int64_t *need = calloc((size_t)v->ndev, sizeof *need);
+	int64_t *big = calloc((size_t)v->ndev, sizeof *big);
+	int *big_op = calloc((size_t)v->ndev, sizeof *big_op);
+	int st = AP_OK;
+
+	if (!need || !big || !big_op) {
+		st = ap_err(AP_EFAIL, v->path, 0, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < g->nops; i++) {
+		const struct plan_op *po = &v->p->ops[i];
+		int64_t b = param_shard_bytes(&g->ops[i], po);
+
+		for (int k = 0; k < po->ndev; k++) {
+			int d = po->devices[k];
+
+			need[d] += 3 * b;
+			if (b > big[d]) {
+				big[d] = b;
+				big_op[d] = i;
+			}
+		}
+	}
+	for (int d = 0; d < v->ndev; d++) {
+		if (need[d] <= v->c->mem_bytes)
+			continue;
+		st = ap_err(AP_EINPUT, v->path, 0,
+			    "device %d: weights, gradients and momentum need %lld bytes (3 x %lld; largest: 'ops.%s', %lld bytes) but cluster '%s' has %lld bytes per device",
+			    d, (long long)need[d], (long long)(need[d] / 3),
+			    g->ops[big_op[d]].name, (long long)big[d], v->c->name,
+			    (long long)v->c->mem_bytes);
+		goto out;
+	}
+out:
+	free(need);
+	free(big);
+	free(big_op);
+	return st;
+}
+
+int plan_validate(const struct plan *p, const struct graph *g,
+		  const struct cluster *c, const char *path)
+{
+	struct vctx v = { .p = p, .g = g, .c = c, .path = path ? path : "plan" };
+	int *stamp = NULL;
+	int st;
+
+	v.ndev = cluster_ndevices(c);
+	if (p->nops != g->nops) {
+		st = ap_err(AP_EINPUT, v.path, 0,
+			    "ops: the plan has %d operators but model '%s' has %d",
+			    p->nops, g->name, g->nops);
+		goto out;
+	}
+	if (v.ndev < 1) {
+		st = ap_err(AP_EINPUT, v.path, 0, "cluster '%s' has no devices", c->name);
+		goto out;
+	}
+	st = check_schedule(&v);
+	if (!st)
+		st = check_stages(&v);
+	if (st)
+		goto out;
+	stamp = calloc((size_t)v.ndev, sizeof *stamp);
+	if (!stamp) {
+		st = ap_err(AP_EFAIL, v.path, 0, "out of memory");
+		goto out;
+	}
+	/* Inputs have smaller indices, so every op's inputs are checked
+	 * before the edge from them is. */
+	for (int i = 0; i < g->nops && !st; i++)
+		st = check_op(&v, i, stamp);
+	if (!st && c->mem_bytes > 0)
+		st = check_memory(&v);
+out:
+	free(stamp);
+	free(v.pos);
+	free(v.reach);
+	free(v.member);
+	return st;
+}

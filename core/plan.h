@@ -1,0 +1,94 @@
+/*
+ * The plan every planner emits and the simulator and runtime read: per
+ * operator its stage, its degree per output dim and the ordered devices its
+ * shards run on; stages form a DAG (a chain for classic pipelines); the
+ * schedule and micro-batches.  JSON (jansson), schema "autopar-plan"
+ * version 1, as in DESIGN section 4.  Shard k of an op with degrees
+ * (dn, dc, dh, dw, dl) is laid out with n outermost: devices[k] runs the
+ * k-th shard in row-major order over the dims n, c, h, w, l.
+ */
+#ifndef AUTOPAR_PLAN_H
+#define AUTOPAR_PLAN_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+#include "graph.h"
+
+enum sched_kind {
+	SCHED_GPIPE,      /* fill-drain */
+	SCHED_1F1B,       /* synchronous 1F1B, PipeDream-Flush */
+	SCHED_1F1B_ASYNC, /* PipeDream's 1F1B with weight stashing */
+	NSCHED_KINDS
+};
+
+struct plan_stage {
+	int id;
+	int ndev, *devices;
+	int nnext, *next;
+};
+
+struct plan_op {
+	int stage;
+	int degree[NDIMS];
+	int ndev, *devices; /* ndev = product of degree[] */
+};
+
+struct plan {
+	char model[64], cluster[64], profile[64], planner[64];
+	int64_t batch;
+	/* search statistics: seconds, seed, and planner-specific numbers */
+	double search_s;
+	uint64_t seed;
+	int nstats;
+	char (*stat_name)[32];
+	double *stat_value;
+	enum sched_kind sched;
+	int microbatches;
+	int nstages;
+	struct plan_stage *stages;
+	int nops;
+	struct plan_op *ops; /* indexed like graph->ops */
+	/* predicted by the simulator; negative when absent */
+	double pred_iter_ms, pred_samples_per_s, pred_bubble;
+	int64_t pred_peak_mem_bytes;
+};
+
+const char *sched_name(enum sched_kind k);
+int sched_parse(const char *s, enum sched_kind *out);
+
+void plan_init(struct plan *p);
+void plan_release(struct plan *p);
+/* Resets p and sizes it for g: model and batch from g, nstages stages with
+ * ids 0..nstages-1 and no devices, one plan_op per operator on stage 0 with
+ * degree 1 and devices {0}; GPipe with one micro-batch. */
+int plan_alloc(struct plan *p, const struct graph *g, int nstages);
+/* Adds or overwrites a named search statistic (at most 31 characters, not
+ * "seconds" or "seed", finite value). */
+int plan_set_stat(struct plan *p, const char *name, double value);
+/* Replaces *dst with a copy of src[0..n). */
+int plan_set_devices(int **dst, int *ndst, const int *src, int n);
+
+/* JSON; ops are matched to g by name and every op of g must be there.
+ * "profile", "planner", "search", "predicted", a stage's "next" and an op's
+ * "degree" (and any dim in it) may be left out.  Syntax errors read
+ * "path:LINE: message"; schema errors "path: FIELD: message" with the field
+ * as a path (ops.fc1.degree.c).  On failure p is left empty (plan_init). */
+int plan_read(const char *path, const struct graph *g, struct plan *p);
+/* Writes atomically, pretty-printed, ops in graph order. */
+int plan_write(const struct plan *p, const struct graph *g, const char *path);
+
+/* Checks against the model and the cluster: the plan's batch is g's and the
+ * micro-batches divide it; stage ids are 0..nstages-1, each stage has
+ * devices of the cluster, `next` names stages and forms a DAG; per op:
+ * degrees >= 1, > 1 only on dims the op has and its split mask allows, each
+ * dividing its dim (n: the micro-batch), ndev = product of the degrees,
+ * device ids exist, are distinct and belong to the op's stage; every edge of
+ * the graph goes from a stage to itself or one reachable along `next`.  When
+ * c->mem_bytes > 0, each device's parameter shards x 3 (weights, gradients,
+ * momentum) must fit it; activations are the simulator's to check.  The
+ * first failure is reported naming path and the field; AP_EINPUT. */
+int plan_validate(const struct plan *p, const struct graph *g,
+		  const struct cluster *c, const char *path);
+
+#endif
