@@ -111,7 +111,7 @@ static void print_csv(FILE *f, const struct cluster *c, int n)
 static void print_table(FILE *f, const struct cluster *c, int n)
 {
 	int wname = 4, wdevs = 7, wdev = 6, wintra = 5, winter = 5;
-	char devs[32], intra[64], inter[64];
+	char devs[32], intra[80], inter[80];
 
 	for (int i = 0; i < n; i++) {
 		int l;

@@ -13,6 +13,7 @@ struct command {
 	int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 };
 
-extern const struct command cmd_version, cmd_models, cmd_clusters, cmd_profile;
+extern const struct command cmd_version, cmd_models, cmd_clusters, cmd_profile,
+	cmd_check;
 
 #endif

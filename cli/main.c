@@ -9,7 +9,7 @@
 #include "commands.h"
 
 static const struct command *const commands[] = {
-	&cmd_version, &cmd_models, &cmd_clusters, &cmd_profile,
+	&cmd_version, &cmd_models, &cmd_clusters, &cmd_profile, &cmd_check,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

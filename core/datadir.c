@@ -73,6 +73,15 @@ char *model_path(char *buf, size_t len, const char *arg)
 	return buf;
 }
 
+char *profile_dir(char *buf, size_t len, const char *arg)
+{
+	if (strchr(arg, '/') || is_dir(arg))
+		snprintf(buf, len, "%s", arg);
+	else
+		snprintf(buf, len, "%s/profiles/%s", datadir(), arg);
+	return buf;
+}
+
 int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ctx)
 {
 	char tmp[PATH_MAX + 32];

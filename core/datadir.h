@@ -17,6 +17,9 @@ char *datapath(char *buf, size_t len, const char *rel);
 /* Resolves a model argument: a file path, or a zoo name under models/. */
 char *model_path(char *buf, size_t len, const char *arg);
 
+/* Resolves a profile argument: a directory path, or a name under profiles/. */
+char *profile_dir(char *buf, size_t len, const char *arg);
+
 /* Writes path atomically: content goes to path.tmp.PID, renamed on success.
  * write_cb returns 0 on success.  On failure the temporary is removed. */
 int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ctx);

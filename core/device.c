@@ -364,7 +364,8 @@ out:
 
 /* The shortest decimal that reads back, through the same scaling as
  * parse_row, to exactly x: the file stays readable (4.37, not
- * 4.3700000000000001) and load(write(x)) == x. */
+ * 4.3700000000000001) and load(write(load(f))) == load(f).  A value not
+ * itself a product of the scaling may come back one ulp off. */
 static void put_scaled(FILE *f, double x, double scale)
 {
 	char buf[40];

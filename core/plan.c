@@ -1027,9 +1027,20 @@ out:
 	return st;
 }
 
+/* "stages 0..3", or "only stage 0" for a plan of one stage. */
+static const char *stage_range(int n, char *buf, size_t len)
+{
+	if (n == 1)
+		snprintf(buf, len, "only stage 0");
+	else
+		snprintf(buf, len, "stages 0..%d", n - 1);
+	return buf;
+}
+
 static int check_stages(struct vctx *v)
 {
 	const struct plan *p = v->p;
+	char rng[32];
 	int n = p->nstages;
 	int *todo = NULL;
 	int st = AP_OK;
@@ -1095,8 +1106,8 @@ static int check_stages(struct vctx *v)
 
 			if (t < 0 || t >= n) {
 				st = ap_err(AP_EINPUT, v->path, 0,
-					    "stages[%d].next[%d]: no stage %d (the plan has stages 0..%d)",
-					    s, k, t, n - 1);
+					    "stages[%d].next[%d]: no stage %d (the plan has %s)",
+					    s, k, t, stage_range(n, rng, sizeof rng));
 				goto out;
 			}
 			for (int j = 0; j < k; j++) {
@@ -1214,13 +1225,14 @@ static int check_op(struct vctx *v, int i, int *stamp)
 {
 	const struct op *op = &v->g->ops[i];
 	const struct plan_op *po = &v->p->ops[i];
+	char rng[32];
 	int n = v->p->nstages, s;
 	int st;
 
 	if (po->stage < 0 || po->stage >= n)
 		return ap_err(AP_EINPUT, v->path, 0,
-			      "ops.%s.stage: no stage %d (the plan has stages 0..%d)",
-			      op->name, po->stage, n - 1);
+			      "ops.%s.stage: no stage %d (the plan has %s)",
+			      op->name, po->stage, stage_range(n, rng, sizeof rng));
 	s = v->pos[po->stage];
 	st = check_degrees(v, i);
 	if (st)

@@ -1,0 +1,202 @@
+/*
+ * Bad input through the command line, as a user meets it: malformed
+ * models, profiles, cluster specs, plans and arguments.  Each must exit
+ * with status 2 and print exactly one line, "file:line: message" (or the
+ * argument at fault), with no crash and no sanitizer report; a failed
+ * command leaves no output file behind.  Runs the built binary named by
+ * AUTOPAR_BIN (the sanitizer build under `make check-asan`).
+ */
+#include "testutil.h"
+
+#include <sys/wait.h>
+
+static const char *bin(void)
+{
+	const char *b = getenv("AUTOPAR_BIN");
+
+	return b && *b ? b : "bin/autopar";
+}
+
+/* Runs `autopar ARGS` (%D in args = the temporary dir); returns the exit
+ * status and the stderr text. */
+static int run(const char *args, char *err, size_t len)
+{
+	char cmd[4096], a[2048], errpath[600];
+	const char *d = tmp_dir();
+	size_t n = 0;
+	FILE *f;
+	int st;
+
+	for (const char *s = args; *s && n + 300 < sizeof a; s++) {
+		if (s[0] == '%' && s[1] == 'D')
+			n += (size_t)snprintf(a + n, sizeof a - n, "%s", d), s++;
+		else
+			a[n++] = *s;
+	}
+	a[n] = 0;
+	snprintf(errpath, sizeof errpath, "%s/stderr", d);
+	snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", bin(), a, errpath);
+	st = system(cmd);
+	f = fopen(errpath, "r");
+	assert_non_null(f);
+	n = fread(err, 1, len - 1, f);
+	err[n] = 0;
+	fclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+#define HDR "model t\nbatch 4\n"
+#define OPS_HDR "signature,fwd_us,bwd_us,workspace_bytes,source\n"
+#define DEV_HDR "name,fp32_tflops,tensor_tflops,mem_bw_gbytes_per_s,mem_bytes,launch_us,description\n"
+#define DEV_ROW "v100,15.7,125,900,17179869184,5,test\n"
+#define PLAN_OK(ops) "{\"format\": \"autopar-plan\", \"version\": 1, \"model\": \"t\", " \
+	"\"batch\": 4, \"cluster\": \"2x2:v100\", \"profile\": \"v100-analytic\", " \
+	"\"planner\": \"dp\", \"search\": {\"seconds\": 0, \"seed\": 1}, " \
+	"\"schedule\": {\"kind\": \"1f1b\", \"microbatches\": 1}, " \
+	"\"stages\": [{\"id\": 0, \"devices\": [0, 1], \"next\": []}], \"ops\": {" ops "}}\n"
+#define PLAN_MODEL HDR "input x c=6\nlinear fc x out=4\nloss l fc\n"
+
+static const struct {
+	const char *file, *text;     /* a file to create first (under %D) */
+	const char *file2, *text2;   /* and a second one */
+	const char *args;
+	const char *where;           /* the message starts with this (%D expanded) */
+	const char *what;            /* and contains this */
+} cases[] = {
+	/* models */
+	{ "m1.model", HDR "input x c=3\ncnv2d c x\n", NULL, NULL, "models %D/m1.model",
+	  "%D/m1.model:4: ", "unknown operator 'cnv2d'" },
+	{ "m2.model", HDR "input x c=3\nrelu r y\n", NULL, NULL, "check -m %D/m2.model",
+	  "%D/m2.model:4: ", "unknown input 'y'" },
+	{ "m3.model", HDR "input x c=3 h=8 w=8\nconv2d c x out=4 k=3 stride=0\n", NULL, NULL,
+	  "models %D/m3.model", "%D/m3.model:4: ", "stride=" },
+	{ "m4.model", HDR "input x c=3\ninput y c=4\nconcat z x y dim=h\n", NULL, NULL,
+	  "models %D/m4.model", "%D/m4.model:5: ", "'h' dim" },
+	{ "m5.model", "model t\ninput x c=3\n", NULL, NULL, "models %D/m5.model",
+	  "%D/m5.model:2: ", "batch" },
+	{ "m6.model", HDR "input x c=3\nrepeat 2\nrelu r{i} @in\n", NULL, NULL,
+	  "models %D/m6.model", "%D/m6.model:4: ", "without 'end'" },
+	{ "p1.txt", "node1 -- Input -- forward_compute_time=1.0\n", NULL, NULL,
+	  "models %D/p1.txt", "%D/p1.txt:1: ", "backward_compute_time" },
+	{ NULL, NULL, NULL, NULL, "models %D/nosuch.model", "%D/nosuch.model: ",
+	  "cannot read" },
+	/* arguments */
+	{ NULL, NULL, NULL, NULL, "models -b 0 mlp", "-b: ", "positive integer" },
+	{ NULL, NULL, NULL, NULL, "models --bogus", "models: ", "unknown option '--bogus'" },
+	{ NULL, NULL, NULL, NULL, "frobnicate", "autopar: ", "unknown command 'frobnicate'" },
+	{ NULL, NULL, NULL, NULL, "check", "check: ", "nothing to check" },
+	/* cluster specs */
+	{ NULL, NULL, NULL, NULL, "check -c 4x4:nosuchgpu", "", "nosuchgpu" },
+	{ NULL, NULL, NULL, NULL, "check -c 4x:v100", "", "4x:v100" },
+	{ NULL, NULL, NULL, NULL, "check -c 2x2:v100,intra=12GX/s", "", "12GX/s" },
+	{ NULL, NULL, NULL, NULL, "check -c 2x2:v100,inter=-5Gb/s", "", "-5Gb/s" },
+	{ NULL, NULL, NULL, NULL, "check -c nosuchpreset", "", "nosuchpreset" },
+	/* profiles */
+	{ "pr1/ops.csv", "sig,fwd,bwd\n", "pr1/device.csv", DEV_HDR DEV_ROW, "check -p %D/pr1",
+	  "%D/pr1/ops.csv:1: ", "" },
+	{ "pr2/ops.csv", OPS_HDR "\"relu:n4c8>n4c8\",-3,1,0,measured\n", "pr2/device.csv",
+	  DEV_HDR DEV_ROW, "check -p %D/pr2", "%D/pr2/ops.csv:2: ", "" },
+	{ "pr3/ops.csv", OPS_HDR "\"relu:n4c8>n4c8\",3,1,0\n", "pr3/device.csv",
+	  DEV_HDR DEV_ROW, "check -p %D/pr3", "%D/pr3/ops.csv:2: ", "" },
+	{ "pr4/ops.csv", OPS_HDR "\"relu:n4c8>n4c8\",3,1,0,guessed\n", "pr4/device.csv",
+	  DEV_HDR DEV_ROW, "check -p %D/pr4", "%D/pr4/ops.csv:2: ", "guessed" },
+	{ "pr5/ops.csv", OPS_HDR, "pr5/device.csv", DEV_HDR "v100,fast,125,900,1,5,x\n",
+	  "check -p %D/pr5", "%D/pr5/device.csv:2: ", "fast" },
+	/* plans */
+	{ "t.model", PLAN_MODEL, "pl1.json", "{\"format\": \"autopar-plan\",\n\"version\": 1,,\n}\n",
+	  "check -m %D/t.model -c 2x2:v100 %D/pl1.json", "%D/pl1.json:2: ", "" },
+	{ "t.model", PLAN_MODEL, "pl2.json", "{\"format\": \"other\", \"version\": 1}\n",
+	  "check -m %D/t.model -c 2x2:v100 %D/pl2.json", "%D/pl2.json", "format" },
+	{ "t.model", PLAN_MODEL, "pl3.json",
+	  PLAN_OK("\"x\": {\"stage\": 0, \"devices\": [0]}, \"fc\": {\"stage\": 0, "
+		  "\"devices\": [0]}, \"l\": {\"stage\": 0, \"devices\": [0]}, "
+		  "\"zz\": {\"stage\": 0, \"devices\": [0]}"),
+	  "check -m %D/t.model -c 2x2:v100 %D/pl3.json", "%D/pl3.json", "zz" },
+	{ "t.model", PLAN_MODEL, "pl4.json",
+	  PLAN_OK("\"x\": {\"stage\": 0, \"devices\": [0]}, \"fc\": {\"stage\": 0, "
+		  "\"degree\": {\"c\": 3}, \"devices\": [0, 1, 2]}, \"l\": {\"stage\": 0, "
+		  "\"devices\": [0]}"),
+	  "check -m %D/t.model -c 2x2:v100 %D/pl4.json", "%D/pl4.json", "fc" },
+	{ "t.model", PLAN_MODEL, "pl5.json",
+	  PLAN_OK("\"x\": {\"stage\": 0, \"devices\": [0]}, \"fc\": {\"stage\": 0, "
+		  "\"devices\": [9]}, \"l\": {\"stage\": 0, \"devices\": [0]}"),
+	  "check -m %D/t.model -c 2x2:v100 %D/pl5.json", "%D/pl5.json", "9" },
+	{ "t.model", PLAN_MODEL, NULL, NULL, "check -c 2x2:v100 %D/pl5.json", "%D/pl5.json: ",
+	  "-m" },
+};
+
+static void test_bad_input(void **state)
+{
+	char err[4096], want[600];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int st, lines = 0;
+
+		if (cases[i].file) {
+			char sub[600];
+
+			snprintf(sub, sizeof sub, "mkdir -p '%s/pr%c'", tmp_dir(),
+				 cases[i].file[2]);
+			if (strncmp(cases[i].file, "pr", 2) == 0 && system(sub) != 0)
+				fail_msg("mkdir");
+			assert_non_null(tmp_write(cases[i].file, cases[i].text));
+		}
+		if (cases[i].file2)
+			assert_non_null(tmp_write(cases[i].file2, cases[i].text2));
+		st = run(cases[i].args, err, sizeof err);
+		if (st != 2)
+			fail_msg("case %zu (%s): exit %d, expected 2; stderr: %s", i,
+				 cases[i].args, st, err);
+		for (const char *s = err; *s; s++)
+			lines += *s == '\n';
+		if (lines != 1)
+			fail_msg("case %zu (%s): %d lines on stderr, expected one: %s", i,
+				 cases[i].args, lines, err);
+		snprintf(want, sizeof want, "%s", cases[i].where);
+		if (strncmp(want, "%D", 2) == 0)
+			snprintf(want, sizeof want, "%s%s", tmp_dir(), cases[i].where + 2);
+		if (strncmp(err, want, strlen(want)) || !strstr(err, cases[i].what))
+			fail_msg("case %zu (%s): got \"%s\", expected \"%s...%s\"", i,
+				 cases[i].args, err, want, cases[i].what);
+	}
+}
+
+/* A command that fails leaves no partial output behind. */
+static void test_no_partial_output(void **state)
+{
+	char err[4096], out[600];
+
+	(void)state;
+	tmp_write("m1.model", HDR "input x c=3\ncnv2d c x\n");
+	assert_int_equal(run("profile --analytic -d v100 -m %D/m1.model -o %D/prof-out",
+			     err, sizeof err), 2);
+	snprintf(out, sizeof out, "%s/prof-out/ops.csv", tmp_dir());
+	assert_int_not_equal(access(out, F_OK), 0);
+}
+
+/* The good paths of the same commands, so the table above cannot pass by
+ * every command failing. */
+static void test_good_input(void **state)
+{
+	char err[4096];
+
+	(void)state;
+	assert_int_equal(run("models mlp", err, sizeof err), 0);
+	assert_int_equal(run("check -m resnet50 -c pipedream-a", err, sizeof err), 0);
+	assert_int_equal(run("check -c 4x4:v100,intra=12GB/s,inter=10Gb/s", err, sizeof err), 0);
+	assert_int_equal(run("clusters --csv", err, sizeof err), 0);
+	assert_int_equal(run("version", err, sizeof err), 0);
+	assert_int_equal(run("help models", err, sizeof err), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_no_partial_output),
+		cmocka_unit_test(test_good_input),
+	};
+
+	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
+}
