@@ -5,6 +5,7 @@
  * people, with bandwidths and latencies in human units; --csv is for scripts,
  * in plain SI numbers (bytes/s, seconds, bytes) that need no unit parsing.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,11 +61,16 @@ static void fmt_link(char *buf, size_t len, const struct link *l)
 	snprintf(buf, len, "%s, %s", b, t);
 }
 
-/* Shortest decimal that reads back as exactly x. */
+/* Shortest decimal that reads back as exactly x; whole numbers of bytes/s
+ * in full (12000000000, not 1.2e+10) since no reader then needs %g. */
 static void put_num(FILE *f, double x)
 {
 	char buf[40];
 
+	if (x == floor(x) && fabs(x) < 1e15) {
+		fprintf(f, "%.0f", x);
+		return;
+	}
 	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(buf, sizeof buf, "%.*g", prec, x);
 		if (strtod(buf, NULL) == x)

@@ -179,7 +179,8 @@ const struct link *cluster_link(const struct cluster *c, int a, int b)
 }
 
 /* --- a whole CSV file as records of strings, each with its line ----------
- * (the same reader as in device.c; device.h has no room for it) */
+ * A copy of the reader in device.c: no header of these two modules is the
+ * place for a CSV interface, and a shared csv module would replace both. */
 
 struct csv_rec {
 	int line;

@@ -25,8 +25,8 @@ static int is_dir(const char *p)
 
 const char *datadir(void)
 {
-	static char dir[PATH_MAX];
-	char exe[PATH_MAX], probe[PATH_MAX + 16];
+	static char dir[PATH_MAX + 32];
+	char exe[PATH_MAX], probe[PATH_MAX + 32];
 	const char *env;
 	ssize_t n;
 	char *slash;
@@ -41,7 +41,8 @@ const char *datadir(void)
 	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n > 0) {
 		exe[n] = 0;
-		/* bin/autopar or build-asan/autopar inside the source tree */
+		/* bin/autopar or build-asan/autopar inside the source tree,
+		 * or PREFIX/bin/autopar of an install that was moved */
 		for (int up = 0; up < 2; up++) {
 			slash = strrchr(exe, '/');
 			if (!slash)
@@ -50,6 +51,11 @@ const char *datadir(void)
 			snprintf(probe, sizeof probe, "%s/models", exe);
 			if (is_dir(probe)) {
 				snprintf(dir, sizeof dir, "%s", exe);
+				return dir;
+			}
+			snprintf(probe, sizeof probe, "%s/share/autopar/models", exe);
+			if (up == 1 && is_dir(probe)) {
+				snprintf(dir, sizeof dir, "%s/share/autopar", exe);
 				return dir;
 			}
 		}

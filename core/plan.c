@@ -10,6 +10,7 @@
  */
 #include "plan.h"
 
+#include <float.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -880,8 +881,11 @@ static int write_json(FILE *f, void *arg)
 	struct write_ctx *w = arg;
 
 	/* One member a line, in the order built (graph order for ops), so
-	 * two plans of one model diff line by line. */
-	if (json_dumpf(w->root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ||
+	 * two plans of one model diff line by line.  Reals get DBL_DIG (15)
+	 * significant digits: every decimal of up to 15 digits reads back
+	 * as the same double, and 0.1 is not written 0.10000000000000001. */
+	if (json_dumpf(w->root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+				   JSON_REAL_PRECISION(DBL_DIG)) ||
 	    fputc('\n', f) == EOF)
 		return ap_err(AP_EFAIL, w->path, 0, "write failed: %m");
 	return AP_OK;

@@ -480,6 +480,12 @@ static void test_bad_cluster_rows(void **state)
 	assert_int_equal(cluster_load_presets(path, &c, &n), AP_EINPUT);
 	assert_non_null(strstr(ap_last_error(), ":1: header"));
 
+	snprintf(text, sizeof text, CL_HEADER CL_GOOD
+		 "x,4,4,v100,12GB/s,5us,10Gb/s,20us,v100-analytic,%0200d\n", 0);
+	write_file(path, text);
+	assert_int_equal(cluster_load_presets(path, &c, &n), AP_EINPUT);
+	assert_non_null(strstr(ap_last_error(), ":3: description of cluster 'x' is longer"));
+
 	/* an empty file, and a missing devices.csv beside the presets */
 	write_file(path, "");
 	assert_int_equal(cluster_load_presets(path, &c, &n), AP_EINPUT);
@@ -553,6 +559,12 @@ static void test_bad_device_rows(void **state)
 	write_file(path, DEV_HEADER);
 	assert_int_equal(devices_load(path, &d, &n), AP_EINPUT);
 	assert_non_null(strstr(ap_last_error(), "no device rows"));
+
+	/* a description that does not fit is refused, not cut */
+	snprintf(text, sizeof text, DEV_HEADER DEV_GOOD "x,1,1,1,1,1,%0200d\n", 0);
+	write_file(path, text);
+	assert_int_equal(devices_load(path, &d, &n), AP_EINPUT);
+	assert_non_null(strstr(ap_last_error(), ":3: description of device 'x' is longer"));
 }
 
 /* --- round trip ------------------------------------------------------------- */

@@ -205,7 +205,8 @@ static void assert_plans_equal(const struct plan *a, const struct plan *b)
 	assert_string_equal(a->profile, b->profile);
 	assert_string_equal(a->planner, b->planner);
 	assert_int_equal(a->batch, b->batch);
-	/* Reals are written with 17 significant digits: exact. */
+	/* Reals are written with 15 significant digits, so the decimals
+	 * used here read back exactly. */
 	assert_true(a->search_s == b->search_s);
 	assert_int_equal(a->seed, b->seed);
 	assert_int_equal(a->nstats, b->nstats);
@@ -293,7 +294,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(plan_set_stat(&p, "gap", 0.1), AP_OK);
 	assert_int_equal(plan_set_stat(&p, "log_likelihood", -3.75), AP_OK);
 	assert_int_equal(plan_set_stat(&p, "proposals_per_s", 30000), AP_OK);
-	p.pred_iter_ms = 10.0 / 3.0;
+	p.pred_iter_ms = 3.3125;
 	p.pred_samples_per_s = 2400;
 	p.pred_peak_mem_bytes = 123456789012LL;
 	p.pred_bubble = 0.25;
@@ -311,6 +312,7 @@ static void test_round_trip(void **state)
 	assert_non_null(strstr(text, "{\n  \"format\": \"autopar-plan\",\n  \"version\": 1,\n"));
 	assert_non_null(strstr(text, "\"kind\": \"1f1b-async\""));
 	assert_non_null(strstr(text, "\"predicted\": {"));
+	assert_non_null(strstr(text, "\"gap\": 0.1,"));
 	for (int i = 0; i < NOPS; i++) {
 		at[i] = strstr(text, keys[i]);
 		assert_non_null(at[i]);
@@ -323,6 +325,14 @@ static void test_round_trip(void **state)
 	assert_string_equal(text, text2);
 	free(text);
 	free(text2);
+
+	/* A real with more digits than are written comes back within
+	 * the last one of them. */
+	p.pred_iter_ms = 10.0 / 3.0;
+	assert_int_equal(plan_write(&p, &e->g, path), AP_OK);
+	assert_int_equal(plan_read(path, &e->g, &r), AP_OK);
+	assert_true(fabs(r.pred_iter_ms - p.pred_iter_ms) < 1e-14);
+	assert_true(r.pred_iter_ms != 0);
 
 	/* A plan without predictions writes no "predicted" and reads back
 	 * as absent (negative), not as zeros. */

@@ -166,6 +166,22 @@ static void test_round_trip(void **state)
 	assert_int_equal(profile_save(&p, dir), AP_OK);
 	/* exactly the two files: no temporary left behind */
 	assert_int_equal(count_entries(dir), 2);
+	/* rows sorted by signature, signatures quoted */
+	{
+		char path[PATH_MAX + 32], line[256];
+		FILE *f;
+
+		snprintf(path, sizeof path, "%s/ops.csv", dir);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		assert_non_null(fgets(line, sizeof line, f));
+		assert_string_equal(line, "signature,fwd_us,bwd_us,workspace_bytes,source\n");
+		assert_non_null(fgets(line, sizeof line, f));
+		assert_int_equal(strncmp(line, "\"conv2d:", 8), 0);
+		assert_non_null(fgets(line, sizeof line, f));
+		assert_int_equal(strncmp(line, "\"linear:", 8), 0);
+		fclose(f);
+	}
 
 	assert_int_equal(profile_load(dir, &q), AP_OK);
 	assert_string_equal(q.name, "v100-test");
@@ -320,7 +336,24 @@ static void test_lookup_sources(void **state)
 	assert_int_equal(profile_put(&p, sig, 100, 100, 0, 0), AP_OK);
 	assert_int_equal(profile_lookup(&p, &g, t2, d1, &c), AP_OK);
 	assert_int_equal(c.source, COST_ROOFLINE);
+	profile_release(&p);
 
+	/* analytic rows are no measurement to scale: fc1's half-batch row is
+	 * analytic (and far off the roofline), so its quarter-batch shard is
+	 * scaled from the measured full-batch row */
+	profile_init(&p);
+	test_device(&p.dev);
+	signature(&g, fc1, d1, sig, sizeof sig);
+	assert_int_equal(profile_put(&p, sig, 3 * base.fwd_us, 3 * base.bwd_us, 0, 0), AP_OK);
+	set_degree(d2, 2, 1, 1, 1, 1);
+	signature(&g, fc1, d2, sig, sizeof sig);
+	roofline_cost(&p.dev, &g, fc1, d2, &roof);
+	assert_int_equal(profile_put(&p, sig, 10 * roof.fwd_us, 10 * roof.bwd_us, 0, 1), AP_OK);
+	set_degree(d2, 4, 1, 1, 1, 1);
+	assert_int_equal(profile_lookup(&p, &g, fc1, d2, &c), AP_OK);
+	assert_int_equal(c.source, COST_SCALED);
+	roofline_cost(&p.dev, &g, fc1, d2, &roof);
+	assert_close(c.fwd_us, 3 * roof.fwd_us, 1e-9);
 	profile_release(&p);
 	graph_release(&g);
 }
