@@ -112,10 +112,6 @@ int plan_alloc(struct plan *p, const struct graph *g, int nstages)
 	p->stages = calloc((size_t)nstages, sizeof *p->stages);
 	p->ops = calloc(g->nops > 0 ? (size_t)g->nops : 1, sizeof *p->ops);
 	if (!p->stages || !p->ops) {
-		free(p->stages);
-		free(p->ops);
-		p->stages = NULL;
-		p->ops = NULL;
 		st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
