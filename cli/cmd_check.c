@@ -4,10 +4,10 @@
  * says what is wrong with the first bad one, as every other command would,
  * without doing any work.  Useful after editing a data file by hand.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "args.h"
 #include "cluster.h"
 #include "commands.h"
 #include "datadir.h"
@@ -18,54 +18,30 @@
 
 static int run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "model", required_argument, NULL, 'm' },
-		{ "batch", required_argument, NULL, 'b' },
-		{ "cluster", required_argument, NULL, 'c' },
-		{ "profile", required_argument, NULL, 'p' },
-		{ 0 },
-	};
-	const char *model = NULL, *cspec = NULL, *prof = NULL;
-	char path[4096], csv[4096], *end;
+	const char *model = NULL, *cspec = NULL, *prof = NULL, *planf = NULL;
+	char path[4096], csv[4096];
 	long long batch = 0;
 	struct graph g;
 	struct cluster cl;
 	struct profile p;
 	struct plan pl;
-	int c, rc = AP_OK, have_g = 0;
+	int rc, npos, have_g = 0;
+	const struct opt opts[] = {
+		{ "-m", "--model", OPT_STR, &model },
+		{ "-b", "--batch", OPT_POS_INT, &batch },
+		{ "-c", "--cluster", OPT_STR, &cspec },
+		{ "-p", "--profile", OPT_STR, &prof },
+		{ 0 },
+	};
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "m:b:c:p:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			model = optarg;
-			break;
-		case 'b':
-			batch = strtoll(optarg, &end, 10);
-			if (*end || batch <= 0)
-				return ap_err(AP_EINPUT, "-b", 0,
-					      "batch '%s' must be a positive integer", optarg);
-			break;
-		case 'c':
-			cspec = optarg;
-			break;
-		case 'p':
-			prof = optarg;
-			break;
-		default:
-			return ap_err(AP_EINPUT, "check", 0,
-				      "unknown option '%s' (see autopar help check)",
-				      argv[optind - 1]);
-		}
-	}
-	if (argc - optind > 1)
-		return ap_err(AP_EINPUT, "check", 0, "expected at most one plan");
-	if (!model && !cspec && !prof && optind == argc)
+	rc = args_parse("check", argc, argv, opts, &planf, 1, &npos);
+	if (rc)
+		return rc;
+	if (!model && !cspec && !prof && !planf)
 		return ap_err(AP_EINPUT, "check", 0,
 			      "nothing to check (give -m, -c, -p or a plan)");
-	if (optind < argc && (!model || !cspec))
-		return ap_err(AP_EINPUT, argv[optind], 0,
+	if (planf && (!model || !cspec))
+		return ap_err(AP_EINPUT, planf, 0,
 			      "checking a plan needs its model (-m) and cluster (-c)");
 	if (model) {
 		rc = model_load(model, batch, &g);
@@ -92,13 +68,13 @@ static int run(int argc, char **argv)
 		if (rc)
 			goto out;
 	}
-	if (optind < argc) {
+	if (planf) {
 		plan_init(&pl);
-		rc = plan_read(argv[optind], &g, &pl);
+		rc = plan_read(planf, &g, &pl);
 		if (!rc)
-			rc = plan_validate(&pl, &g, &cl, argv[optind]);
+			rc = plan_validate(&pl, &g, &cl, planf);
 		if (!rc)
-			printf("plan '%s': %d stages, %s: ok\n", argv[optind], pl.nstages,
+			printf("plan '%s': %d stages, %s: ok\n", planf, pl.nstages,
 			       sched_name(pl.sched));
 		plan_release(&pl);
 	}

@@ -13,6 +13,7 @@
 #include <csv.h>
 
 #include "cluster.h"
+#include "args.h"
 #include "commands.h"
 #include "datadir.h"
 #include "err.h"
@@ -151,53 +152,34 @@ static void print_table(FILE *f, const struct cluster *c, int n)
 static int run(int argc, char **argv)
 {
 	struct cluster *c = NULL;
+	const char **pos = calloc((size_t)argc, sizeof *pos);
 	char path[4096];
-	int csv = 0, n = 0, nargs = 0, rc = AP_OK;
-	int i;
+	int csv = 0, n = 0, npos, rc;
+	const struct opt opts[] = {
+		{ NULL, "--csv", OPT_FLAG, &csv },
+		{ 0 },
+	};
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--csv") == 0) {
-			csv = 1;
-		} else if (strcmp(argv[i], "-h") == 0 ||
-			   strcmp(argv[i], "--help") == 0) {
-			fputs(usage, stdout);
-			return AP_OK;
-		} else if (strcmp(argv[i], "--") == 0) {
-			nargs += argc - i - 1;
-			break;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return ap_err(AP_EINPUT, "autopar clusters", 0,
-				      "unknown option '%s' (expected --csv or --help)",
-				      argv[i]);
-		} else {
-			nargs++;
-		}
-	}
+	if (!pos)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	rc = args_parse("clusters", argc, argv, opts, pos, argc, &npos);
+	if (rc)
+		goto out;
 	datapath(path, sizeof path, "profiles/clusters.csv");
-
-	if (nargs == 0) {
+	if (npos == 0) {
 		rc = cluster_load_presets(path, &c, &n);
 		if (rc)
 			goto out;
 	} else {
-		int past_dashes = 0;
-
-		c = calloc(nargs, sizeof *c);
+		c = calloc((size_t)npos, sizeof *c);
 		if (!c) {
 			rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 			goto out;
 		}
-		for (i = 1; i < argc; i++) {
-			if (!past_dashes && strcmp(argv[i], "--") == 0) {
-				past_dashes = 1;
-				continue;
-			}
-			if (!past_dashes && strcmp(argv[i], "--csv") == 0)
-				continue;
-			rc = cluster_resolve(argv[i], path, &c[n]);
+		for (; n < npos; n++) {
+			rc = cluster_resolve(pos[n], path, &c[n]);
 			if (rc)
 				goto out;
-			n++;
 		}
 	}
 	if (csv)
@@ -208,6 +190,7 @@ static int run(int argc, char **argv)
 		rc = ap_err(AP_EFAIL, "autopar clusters", 0, "cannot write the listing");
 out:
 	free(c);
+	free(pos);
 	return rc;
 }
 

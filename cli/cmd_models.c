@@ -5,11 +5,11 @@
  * operator.
  */
 #include <dirent.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "datadir.h"
 #include "err.h"
@@ -123,49 +123,29 @@ static int list_names(char ***out, int *n)
 
 static int run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "batch", required_argument, NULL, 'b' },
-		{ "csv", no_argument, NULL, 'C' },
-		{ "ops", no_argument, NULL, 'O' },
+	long long batch = 0;
+	int csv = 0, ops = 0, rc = 0, n = 0, npos;
+	const char *pos[1];
+	char **names = NULL;
+	const struct opt opts[] = {
+		{ "-b", "--batch", OPT_POS_INT, &batch },
+		{ NULL, "--csv", OPT_FLAG, &csv },
+		{ NULL, "--ops", OPT_FLAG, &ops },
 		{ 0 },
 	};
-	long long batch = 0;
-	int csv = 0, ops = 0, c, rc = 0, n = 0;
-	char **names = NULL, *end;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "b:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			batch = strtoll(optarg, &end, 10);
-			if (*end || batch <= 0)
-				return ap_err(AP_EINPUT, "-b", 0,
-					      "batch '%s' must be a positive integer", optarg);
-			break;
-		case 'C':
-			csv = 1;
-			break;
-		case 'O':
-			ops = 1;
-			break;
-		default:
-			return ap_err(AP_EINPUT, "models", 0,
-				      "unknown option '%s' (see autopar help models)",
-				      argv[optind - 1]);
-		}
-	}
-	if (argc - optind > 1)
-		return ap_err(AP_EINPUT, "models", 0, "expected at most one model");
-	if (ops && optind == argc)
+	rc = args_parse("models", argc, argv, opts, pos, 1, &npos);
+	if (rc)
+		return rc;
+	if (ops && !npos)
 		return ap_err(AP_EINPUT, "models", 0, "--ops needs a model");
-	if (optind == argc) {
+	if (!npos) {
 		rc = list_names(&names, &n);
 	} else {
 		names = malloc(sizeof *names);
 		if (!names)
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		names[0] = strdup(argv[optind]);
+		names[0] = strdup(pos[0]);
 		n = names[0] ? 1 : 0;
 	}
 	if (!rc && !ops)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "commands.h"
 #include "datadir.h"
 #include "device.h"
@@ -44,101 +45,6 @@ static const char usage[] =
 	"  --max-degree N      most shards per operator (default 8)\n"
 	"  -o, --output DIR    the profile directory, created if missing\n"
 	"  -h, --help          show this text\n";
-
-struct options {
-	int analytic;
-	const char *device;
-	const char **models;
-	int nmodels;
-	long long batch;
-	long long max_degree;
-	const char *out;
-};
-
-static int parse_positive(const char *opt, const char *s, long long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoll(s, &end, 10);
-	if (!*s || *end || errno || *v <= 0 || *v > INT_MAX)
-		return ap_err(AP_EINPUT, WHO, 0, "option '%s' value '%s': expected a positive integer",
-			      opt, s);
-	return AP_OK;
-}
-
-/* Matches "-x VALUE", "--long VALUE" and "--long=VALUE"; *val is the value
- * or NULL when argv[*i] is not this option. */
-static int take(int argc, char **argv, int *i, const char *shrt, const char *lng,
-		const char **val)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(lng);
-
-	*val = NULL;
-	if (!strncmp(a, lng, n) && a[n] == '=') {
-		*val = a + n + 1;
-		return AP_OK;
-	}
-	if (strcmp(a, lng) && (!shrt || strcmp(a, shrt)))
-		return AP_OK;
-	if (*i + 1 >= argc)
-		return ap_err(AP_EINPUT, WHO, 0, "option '%s' needs a value", a);
-	*val = argv[++*i];
-	return AP_OK;
-}
-
-static int parse_args(int argc, char **argv, struct options *o)
-{
-	const char *v;
-	int rc = AP_OK;
-
-	o->max_degree = 8;
-	o->models = calloc((size_t)argc, sizeof *o->models);
-	if (!o->models)
-		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--analytic")) {
-			o->analytic = 1;
-			continue;
-		}
-		if ((rc = take(argc, argv, &i, "-d", "--device", &v)))
-			return rc;
-		if (v) {
-			o->device = v;
-			continue;
-		}
-		if ((rc = take(argc, argv, &i, "-m", "--model", &v)))
-			return rc;
-		if (v) {
-			o->models[o->nmodels++] = v;
-			continue;
-		}
-		if ((rc = take(argc, argv, &i, "-b", "--batch", &v)))
-			return rc;
-		if (v) {
-			if ((rc = parse_positive("--batch", v, &o->batch)))
-				return rc;
-			continue;
-		}
-		if ((rc = take(argc, argv, &i, NULL, "--max-degree", &v)))
-			return rc;
-		if (v) {
-			if ((rc = parse_positive("--max-degree", v, &o->max_degree)))
-				return rc;
-			continue;
-		}
-		if ((rc = take(argc, argv, &i, "-o", "--output", &v)))
-			return rc;
-		if (v) {
-			o->out = v;
-			continue;
-		}
-		return ap_err(AP_EINPUT, WHO, 0, "unknown argument '%s' (see autopar help profile)",
-			      argv[i]);
-	}
-	return AP_OK;
-}
 
 static int same_spec(const struct device_spec *a, const struct device_spec *b)
 {
@@ -190,62 +96,71 @@ static int open_profile(const char *dir, const struct device_spec *dev,
 
 static int run(int argc, char **argv)
 {
-	struct options o = { 0 };
 	struct device_spec dev;
 	struct profile p;
 	struct graph g;
 	char path[PATH_MAX];
-	int rc = AP_OK, before;
+	int rc = AP_OK, before, npos, analytic = 0;
+	long long batch = 0, max_degree = 8;
+	const char *device = NULL, *outdir = NULL;
+	struct opt_list models = { calloc((size_t)argc, sizeof(char *)), 0 };
+	const struct opt opts[] = {
+		{ NULL, "--analytic", OPT_FLAG, &analytic },
+		{ "-d", "--device", OPT_STR, &device },
+		{ "-m", "--model", OPT_LIST, &models },
+		{ "-b", "--batch", OPT_POS_INT, &batch },
+		{ NULL, "--max-degree", OPT_POS_INT, &max_degree },
+		{ "-o", "--output", OPT_STR, &outdir },
+		{ 0 },
+	};
 
 	profile_init(&p);
 	graph_init(&g);
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(usage, stdout);
-			goto out;
-		}
+	if (!models.v) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
 	}
-	rc = parse_args(argc, argv, &o);
+	rc = args_parse("profile", argc, argv, opts, NULL, 0, &npos);
 	if (rc)
 		goto out;
-	if (!o.analytic) {
+	if (!analytic) {
 		rc = ap_err(AP_EINPUT, WHO, 0,
 			    "measuring operators comes with the runtime ('autopar profile -d cpu|cuda' is not built yet); use --analytic for roofline rows");
 		goto out;
 	}
-	if (!o.device || !o.nmodels || !o.out) {
+	if (!device || !models.n || !outdir) {
 		rc = ap_err(AP_EINPUT, WHO, 0, "expected -d DEVICE, -m MODEL and -o DIR (see autopar help profile)");
 		goto out;
 	}
 	rc = device_find(datapath(path, sizeof path, "profiles/devices.csv"),
-			 o.device, &dev);
+			 device, &dev);
 	if (rc)
 		goto out;
-	rc = open_profile(o.out, &dev, &p);
+	rc = open_profile(outdir, &dev, &p);
 	if (rc)
 		goto out;
 	before = p.nrows;
-	for (int m = 0; m < o.nmodels; m++) {
-		rc = model_load(o.models[m], o.batch, &g);
+	for (int m = 0; m < models.n; m++) {
+		rc = model_load(models.v[m], batch, &g);
 		if (rc)
 			goto out;
-		rc = profile_add_analytic(&p, &g, (int)o.max_degree);
+		rc = profile_add_analytic(&p, &g, (int)max_degree);
 		graph_release(&g);
 		if (rc)
 			goto out;
 	}
-	rc = profile_save(&p, o.out);
+	rc = profile_save(&p, outdir);
 	if (rc)
 		goto out;
 	printf("%s: %d rows for %s (%d new analytic, %d model%s, up to %lld shards)\n",
-	       o.out, p.nrows, dev.name, p.nrows - before, o.nmodels,
-	       o.nmodels == 1 ? "" : "s", o.max_degree);
+	       outdir, p.nrows, dev.name, p.nrows - before, models.n,
+	       models.n == 1 ? "" : "s", max_degree);
 	if (fflush(stdout) != 0)
 		rc = ap_err(AP_EFAIL, WHO, 0, "cannot write to stdout");
 out:
 	profile_release(&p);
 	graph_release(&g);
-	free(o.models);
+	free(models.v);
 	return rc;
 }
 
