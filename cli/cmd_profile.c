@@ -7,7 +7,6 @@
  * existing profile in the directory is extended, never overwritten: its
  * measured rows stay, and rows already there are kept.
  */
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
