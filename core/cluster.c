@@ -21,8 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <csv.h>
-
+#include "csvio.h"
 #include "datadir.h"
 #include "device.h"
 #include "err.h"
@@ -178,161 +177,7 @@ const struct link *cluster_link(const struct cluster *c, int a, int b)
 	return &c->inter;
 }
 
-/* --- a whole CSV file as records of strings, each with its line ----------
- * A copy of the reader in device.c: no header of these two modules is the
- * place for a CSV interface, and a shared csv module would replace both. */
-
-struct csv_rec {
-	int line;
-	int nfield;
-	char **field;
-};
-
-struct csv_file {
-	struct csv_rec *rec;
-	int nrec, cap;
-	struct csv_rec cur;
-	int fcap;
-	int line;
-	int nomem;
-};
-
-static void csv_rec_release(struct csv_rec *r)
-{
-	for (int i = 0; i < r->nfield; i++)
-		free(r->field[i]);
-	free(r->field);
-	r->field = NULL;
-	r->nfield = 0;
-}
-
-static void csv_file_release(struct csv_file *t)
-{
-	for (int i = 0; i < t->nrec; i++)
-		csv_rec_release(&t->rec[i]);
-	free(t->rec);
-	csv_rec_release(&t->cur);
-	memset(t, 0, sizeof *t);
-}
-
-static void on_field(void *s, size_t len, void *data)
-{
-	struct csv_file *t = data;
-	char *copy;
-
-	if (t->nomem)
-		return;
-	/* the first field dates the record (see device.c) */
-	if (t->cur.nfield == 0)
-		t->cur.line = t->line;
-	if (t->cur.nfield == t->fcap) {
-		int cap = t->fcap ? 2 * t->fcap : 16;
-		char **f = realloc(t->cur.field, cap * sizeof *f);
-		if (!f) {
-			t->nomem = 1;
-			return;
-		}
-		t->cur.field = f;
-		t->fcap = cap;
-	}
-	copy = malloc(len + 1);
-	if (!copy) {
-		t->nomem = 1;
-		return;
-	}
-	if (len)
-		memcpy(copy, s, len);
-	copy[len] = 0;
-	t->cur.field[t->cur.nfield++] = copy;
-}
-
-static void on_record(int c, void *data)
-{
-	struct csv_file *t = data;
-
-	(void)c;
-	if (t->nomem)
-		return;
-	if (t->nrec == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 16;
-		struct csv_rec *r = realloc(t->rec, cap * sizeof *r);
-		if (!r) {
-			t->nomem = 1;
-			return;
-		}
-		t->rec = r;
-		t->cap = cap;
-	}
-	t->rec[t->nrec++] = t->cur;
-	memset(&t->cur, 0, sizeof t->cur);
-	t->fcap = 0;
-}
-
-static int csv_file_read(const char *path, struct csv_file *t)
-{
-	struct csv_parser p;
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	FILE *f;
-	int rc = AP_OK;
-
-	memset(t, 0, sizeof *t);
-	f = fopen(path, "r");
-	if (!f)
-		return ap_err(AP_EINPUT, path, 0, "cannot open: %s", strerror(errno));
-	if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0) {
-		fclose(f);
-		return ap_err(AP_EFAIL, path, 0, "cannot set up the csv parser");
-	}
-	while ((len = getline(&buf, &cap, f)) > 0) {
-		t->line++;
-		if (csv_parse(&p, buf, len, on_field, on_record, t) != (size_t)len) {
-			rc = ap_err(AP_EINPUT, path, t->line, "malformed csv (%s)",
-				    csv_strerror(csv_error(&p)));
-			goto out;
-		}
-		if (t->nomem)
-			goto nomem;
-	}
-	if (ferror(f)) {
-		rc = ap_err(AP_EINPUT, path, 0, "cannot read: %s", strerror(errno));
-		goto out;
-	}
-	if (csv_fini(&p, on_field, on_record, t) != 0) {
-		rc = ap_err(AP_EINPUT, path, t->line,
-			    "malformed csv (unterminated quoted field)");
-		goto out;
-	}
-	if (t->nomem)
-		goto nomem;
-	goto out;
-nomem:
-	rc = ap_err(AP_EFAIL, path, 0, "out of memory");
-out:
-	csv_free(&p);
-	free(buf);
-	fclose(f);
-	if (rc)
-		csv_file_release(t);
-	return rc;
-}
-
 /* --- presets -------------------------------------------------------------- */
-
-/* Preset names start with a letter so that a leading digit always means an
- * inline spec, and use no ',' or ':' so they never look like one. */
-static int valid_name(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n >= max || !isalpha((unsigned char)s[0]))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
-			return 0;
-	return 1;
-}
 
 static int positive_count(const char *s, int *out)
 {
@@ -380,30 +225,7 @@ static void device_names(const struct device_spec *d, int nd, char *buf,
 		k += snprintf(buf + k, len - k, "%s%s", i ? ", " : "", d[i].name);
 }
 
-static int check_header(const char *path, const struct csv_rec *r)
-{
-	char want[512], got[512];
-	size_t w = 0, g = 0;
-	int same = r->nfield == CL_NCOLS;
-
-	for (int i = 0; i < CL_NCOLS && w < sizeof want; i++)
-		w += snprintf(want + w, sizeof want - w, "%s%s", i ? "," : "",
-			      cl_header[i]);
-	got[0] = 0;
-	for (int i = 0; i < r->nfield; i++) {
-		if (g < sizeof got)
-			g += snprintf(got + g, sizeof got - g, "%s%s",
-				      i ? "," : "", r->field[i]);
-		if (same && strcmp(r->field[i], cl_header[i]) != 0)
-			same = 0;
-	}
-	if (!same)
-		return ap_err(AP_EINPUT, path, r->line,
-			      "header '%s' is not the expected '%s'", got, want);
-	return AP_OK;
-}
-
-static int parse_preset(const char *path, const struct csv_rec *r,
+static int parse_preset(const char *path, const struct csvio_rec *r,
 			const struct device_spec *devs, int ndevs,
 			const char *devpath, struct cluster *c)
 {
@@ -418,7 +240,9 @@ static int parse_preset(const char *path, const struct csv_rec *r,
 			      "row has %d fields, expected %d (%s,...,%s)",
 			      r->nfield, CL_NCOLS, cl_header[0],
 			      cl_header[CL_NCOLS - 1]);
-	if (!valid_name(f[0], sizeof c->name))
+	/* Starting with a letter and holding no ',' or ':', a preset name
+	 * never looks like an inline spec. */
+	if (!spec_name_valid(f[0], sizeof c->name))
 		return ap_err(AP_EINPUT, path, line,
 			      "cluster name '%s' is not a name (expected a letter, then letters, digits, '.', '_' or '-', at most %zu characters)",
 			      f[0], sizeof c->name - 1);
@@ -457,7 +281,7 @@ static int parse_preset(const char *path, const struct csv_rec *r,
 		return ap_err(AP_EINPUT, path, line,
 			      "inter latency '%s' is not a positive time with a unit (" TIME_HINT ")",
 			      f[7]);
-	if (!valid_name(f[8], sizeof c->profile))
+	if (!spec_name_valid(f[8], sizeof c->profile))
 		return ap_err(AP_EINPUT, path, line,
 			      "profile '%s' is not a directory name under profiles/ (expected e.g. v100-analytic)",
 			      f[8]);
@@ -477,22 +301,15 @@ int cluster_load_presets(const char *csv_path, struct cluster **out, int *n)
 {
 	struct device_spec *devs = NULL;
 	struct cluster *c = NULL;
-	struct csv_file t;
+	struct csvio_table t;
 	char devpath[4096];
 	int rc, ndevs = 0, nc = 0;
 
 	*out = NULL;
 	*n = 0;
-	rc = csv_file_read(csv_path, &t);
+	rc = csvio_table_read(csv_path, cl_header, CL_NCOLS, &t);
 	if (rc)
 		return rc;
-	if (t.nrec == 0) {
-		rc = ap_err(AP_EINPUT, csv_path, 0, "empty file (expected a header row)");
-		goto out;
-	}
-	rc = check_header(csv_path, &t.rec[0]);
-	if (rc)
-		goto out;
 	devices_path_of(csv_path, devpath, sizeof devpath);
 	rc = devices_load(devpath, &devs, &ndevs);
 	if (rc)
@@ -520,7 +337,7 @@ int cluster_load_presets(const char *csv_path, struct cluster **out, int *n)
 out:
 	free(c);
 	free(devs);
-	csv_file_release(&t);
+	csvio_table_release(&t);
 	return rc;
 }
 
@@ -627,7 +444,7 @@ static int parse_inline(const char *spec, const char *csv_path, struct cluster *
 	next = strchr(colon + 1, ',');
 	if (next)
 		*next++ = 0;
-	if (!valid_name(colon + 1, sizeof c->device))
+	if (!spec_name_valid(colon + 1, sizeof c->device))
 		return ap_err(AP_EINPUT, NULL, 0,
 			      "cluster spec '%s': device '%s' is not a device name (expected e.g. v100)",
 			      spec, colon + 1);

@@ -3,8 +3,8 @@
  * device.csv of a profile directory).  The numbers feed roofline estimates
  * and memory checks, so every field is validated where it is read and a bad
  * row is reported as "file:line: what was expected" rather than turning
- * into a silently wrong cost later.  Parsing goes through libcsv so quoted
- * descriptions with commas work as any spreadsheet writes them.
+ * into a silently wrong cost later.  Parsing goes through csvio (libcsv)
+ * so quoted descriptions with commas work as any spreadsheet writes them.
  */
 #include "device.h"
 
@@ -15,8 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <csv.h>
-
+#include "csvio.h"
 #include "err.h"
 
 static const char *const dev_header[] = {
@@ -25,180 +24,9 @@ static const char *const dev_header[] = {
 };
 #define DEV_NCOLS ((int)(sizeof dev_header / sizeof dev_header[0]))
 
-/* --- a whole CSV file as records of strings, each with its line ---------- */
-
-struct csv_rec {
-	int line;
-	int nfield;
-	char **field;
-};
-
-struct csv_file {
-	struct csv_rec *rec;
-	int nrec, cap;
-	struct csv_rec cur;  /* the record being assembled */
-	int fcap;
-	int line;            /* line of the chunk being fed to the parser */
-	int nomem;
-};
-
-static void csv_rec_release(struct csv_rec *r)
-{
-	for (int i = 0; i < r->nfield; i++)
-		free(r->field[i]);
-	free(r->field);
-	r->field = NULL;
-	r->nfield = 0;
-}
-
-static void csv_file_release(struct csv_file *t)
-{
-	for (int i = 0; i < t->nrec; i++)
-		csv_rec_release(&t->rec[i]);
-	free(t->rec);
-	csv_rec_release(&t->cur);
-	memset(t, 0, sizeof *t);
-}
-
-static void on_field(void *s, size_t len, void *data)
-{
-	struct csv_file *t = data;
-	char *copy;
-
-	if (t->nomem)
-		return;
-	/* A field ends on the line it started on unless it is a quoted field
-	 * spanning lines, so the first field dates the record. */
-	if (t->cur.nfield == 0)
-		t->cur.line = t->line;
-	if (t->cur.nfield == t->fcap) {
-		int cap = t->fcap ? 2 * t->fcap : 8;
-		char **f = realloc(t->cur.field, cap * sizeof *f);
-		if (!f) {
-			t->nomem = 1;
-			return;
-		}
-		t->cur.field = f;
-		t->fcap = cap;
-	}
-	copy = malloc(len + 1);
-	if (!copy) {
-		t->nomem = 1;
-		return;
-	}
-	if (len)
-		memcpy(copy, s, len);
-	copy[len] = 0;
-	t->cur.field[t->cur.nfield++] = copy;
-}
-
-static void on_record(int c, void *data)
-{
-	struct csv_file *t = data;
-
-	(void)c;
-	if (t->nomem)
-		return;
-	if (t->nrec == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 16;
-		struct csv_rec *r = realloc(t->rec, cap * sizeof *r);
-		if (!r) {
-			t->nomem = 1;
-			return;
-		}
-		t->rec = r;
-		t->cap = cap;
-	}
-	t->rec[t->nrec++] = t->cur;
-	memset(&t->cur, 0, sizeof t->cur);
-	t->fcap = 0;
-}
-
-/* Reads all of path.  Fed one line at a time so records know their line. */
-static int csv_file_read(const char *path, struct csv_file *t)
-{
-	struct csv_parser p;
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	FILE *f;
-	int rc = AP_OK;
-
-	memset(t, 0, sizeof *t);
-	f = fopen(path, "r");
-	if (!f)
-		return ap_err(AP_EINPUT, path, 0, "cannot open: %s", strerror(errno));
-	if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0) {
-		fclose(f);
-		return ap_err(AP_EFAIL, path, 0, "cannot set up the csv parser");
-	}
-	while ((len = getline(&buf, &cap, f)) > 0) {
-		t->line++;
-		if (csv_parse(&p, buf, len, on_field, on_record, t) != (size_t)len) {
-			rc = ap_err(AP_EINPUT, path, t->line, "malformed csv (%s)",
-				    csv_strerror(csv_error(&p)));
-			goto out;
-		}
-		if (t->nomem)
-			goto nomem;
-	}
-	if (ferror(f)) {
-		rc = ap_err(AP_EINPUT, path, 0, "cannot read: %s", strerror(errno));
-		goto out;
-	}
-	if (csv_fini(&p, on_field, on_record, t) != 0) {
-		rc = ap_err(AP_EINPUT, path, t->line,
-			    "malformed csv (unterminated quoted field)");
-		goto out;
-	}
-	if (t->nomem)
-		goto nomem;
-	goto out;
-nomem:
-	rc = ap_err(AP_EFAIL, path, 0, "out of memory");
-out:
-	csv_free(&p);
-	free(buf);
-	fclose(f);
-	if (rc)
-		csv_file_release(t);
-	return rc;
-}
-
-/* The header must be exactly the expected columns, so a column added or
- * renamed by hand is caught instead of shifting every value. */
-static int check_header(const char *path, const struct csv_rec *r,
-			const char *const *cols, int ncols)
-{
-	char want[512], got[512];
-	size_t w = 0, g = 0;
-	int same = r->nfield == ncols;
-
-	for (int i = 0; i < ncols; i++) {
-		w += snprintf(want + w, w < sizeof want ? sizeof want - w : 0,
-			      "%s%s", i ? "," : "", cols[i]);
-		if (w >= sizeof want)
-			w = sizeof want;
-	}
-	for (int i = 0; i < r->nfield; i++) {
-		g += snprintf(got + g, g < sizeof got ? sizeof got - g : 0,
-			      "%s%s", i ? "," : "", r->field[i]);
-		if (g >= sizeof got)
-			g = sizeof got;
-		if (same && strcmp(r->field[i], cols[i]) != 0)
-			same = 0;
-	}
-	if (!same)
-		return ap_err(AP_EINPUT, path, r->line,
-			      "header '%s' is not the expected '%s'", got, want);
-	return AP_OK;
-}
-
 /* --- fields -------------------------------------------------------------- */
 
-/* Names end up inside inline cluster specs and directory names, hence the
- * small alphabet. */
-static int valid_name(const char *s, size_t max)
+int spec_name_valid(const char *s, size_t max)
 {
 	size_t n = strlen(s);
 
@@ -245,7 +73,7 @@ static int positive_int64(const char *s, int64_t *v)
 	return 0;
 }
 
-static int parse_row(const char *path, const struct csv_rec *r,
+static int parse_row(const char *path, const struct csvio_rec *r,
 		     struct device_spec *d)
 {
 	/* the decimal columns: fp32_tflops, tensor_tflops, GB/s, launch_us */
@@ -258,7 +86,7 @@ static int parse_row(const char *path, const struct csv_rec *r,
 			      "row has %d fields, expected %d (%s,...,%s)",
 			      r->nfield, DEV_NCOLS, dev_header[0],
 			      dev_header[DEV_NCOLS - 1]);
-	if (!valid_name(r->field[0], sizeof d->name))
+	if (!spec_name_valid(r->field[0], sizeof d->name))
 		return ap_err(AP_EINPUT, path, r->line,
 			      "device name '%s' is not a name (expected a letter, then letters, digits, '.', '_' or '-', at most %zu characters)",
 			      r->field[0], sizeof d->name - 1);
@@ -285,40 +113,36 @@ static int parse_row(const char *path, const struct csv_rec *r,
 	return AP_OK;
 }
 
-int devices_load(const char *csv_path, struct device_spec **out, int *n)
+/* The table and its rows, parsed; the table is kept for the lines of the
+ * rows. */
+static int load_table(const char *csv_path, struct csvio_table *t,
+		      struct device_spec **out, int *n)
 {
-	struct csv_file t;
 	struct device_spec *d = NULL;
 	int rc, nd = 0;
 
 	*out = NULL;
 	*n = 0;
-	rc = csv_file_read(csv_path, &t);
+	rc = csvio_table_read(csv_path, dev_header, DEV_NCOLS, t);
 	if (rc)
 		return rc;
-	if (t.nrec == 0) {
-		rc = ap_err(AP_EINPUT, csv_path, 0, "empty file (expected a header row)");
+	if (t->nrec == 1) {
+		rc = ap_err(AP_EINPUT, csv_path, t->rec[0].line,
+			    "no device rows after the header (expected a row per device)");
 		goto out;
 	}
-	rc = check_header(csv_path, &t.rec[0], dev_header, DEV_NCOLS);
-	if (rc)
-		goto out;
-	if (t.nrec == 1) {
-		rc = ap_err(AP_EINPUT, csv_path, 0, "no device rows after the header");
-		goto out;
-	}
-	d = calloc(t.nrec - 1, sizeof *d);
+	d = calloc(t->nrec - 1, sizeof *d);
 	if (!d) {
 		rc = ap_err(AP_EFAIL, csv_path, 0, "out of memory");
 		goto out;
 	}
-	for (int i = 1; i < t.nrec; i++) {
-		rc = parse_row(csv_path, &t.rec[i], &d[nd]);
+	for (int i = 1; i < t->nrec; i++) {
+		rc = parse_row(csv_path, &t->rec[i], &d[nd]);
 		if (rc)
 			goto out;
 		for (int j = 0; j < nd; j++)
 			if (strcmp(d[j].name, d[nd].name) == 0) {
-				rc = ap_err(AP_EINPUT, csv_path, t.rec[i].line,
+				rc = ap_err(AP_EINPUT, csv_path, t->rec[i].line,
 					    "device '%s' is listed twice", d[nd].name);
 				goto out;
 			}
@@ -329,7 +153,39 @@ int devices_load(const char *csv_path, struct device_spec **out, int *n)
 	d = NULL;
 out:
 	free(d);
-	csv_file_release(&t);
+	if (rc)
+		csvio_table_release(t);
+	return rc;
+}
+
+int devices_load(const char *csv_path, struct device_spec **out, int *n)
+{
+	struct csvio_table t;
+	int rc = load_table(csv_path, &t, out, n);
+
+	if (!rc)
+		csvio_table_release(&t);
+	return rc;
+}
+
+int device_load_one(const char *csv_path, struct device_spec *out)
+{
+	struct csvio_table t;
+	struct device_spec *d;
+	int rc, n;
+
+	rc = load_table(csv_path, &t, &d, &n);
+	if (rc)
+		return rc;
+	/* rec[0] is the header, so rec[2] is the row that should not be */
+	if (n != 1)
+		rc = ap_err(AP_EINPUT, csv_path, t.rec[2].line,
+			    "expected exactly one device row after the header, found %d",
+			    n);
+	else
+		*out = d[0];
+	free(d);
+	csvio_table_release(&t);
 	return rc;
 }
 
@@ -362,51 +218,26 @@ out:
 
 /* --- writing ------------------------------------------------------------- */
 
-/* The shortest decimal that reads back, through the same scaling as
- * parse_row, to exactly x: the file stays readable (4.37, not
- * 4.3700000000000001) and load(write(load(f))) == load(f).  A value not
- * itself a product of the scaling may come back one ulp off. */
-static void put_scaled(FILE *f, double x, double scale)
-{
-	char buf[40];
-
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, sizeof buf, "%.*g", prec, x / scale);
-		if (strtod(buf, NULL) * scale == x)
-			break;
-	}
-	fputs(buf, f);
-}
-
-/* Quotes a text field only when a reader would otherwise split or trim it. */
-static void put_text(FILE *f, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (strpbrk(s, ",\"\r\n") || (n && (isspace((unsigned char)s[0]) ||
-					   isspace((unsigned char)s[n - 1]))))
-		csv_fwrite(f, s, n);
-	else
-		fputs(s, f);
-}
-
+/* Numbers go out in the file's units as the shortest plain decimal that
+ * reads back through parse_row's scaling to the same double, so the file
+ * stays readable and load(write(load(f))) == load(f). */
 int devices_write(FILE *f, const struct device_spec *d, int n)
 {
 	for (int i = 0; i < DEV_NCOLS; i++)
 		fprintf(f, "%s%s", i ? "," : "", dev_header[i]);
 	fputc('\n', f);
 	for (int i = 0; i < n; i++) {
-		put_text(f, d[i].name);
+		csvio_put_text(f, d[i].name);
 		fputc(',', f);
-		put_scaled(f, d[i].fp32_flops_per_s, 1e12);
+		csvio_put_number(f, d[i].fp32_flops_per_s, 1e12);
 		fputc(',', f);
-		put_scaled(f, d[i].tensor_flops_per_s, 1e12);
+		csvio_put_number(f, d[i].tensor_flops_per_s, 1e12);
 		fputc(',', f);
-		put_scaled(f, d[i].mem_bw_bytes_per_s, 1e9);
+		csvio_put_number(f, d[i].mem_bw_bytes_per_s, 1e9);
 		fprintf(f, ",%" PRId64 ",", d[i].mem_bytes);
-		put_scaled(f, d[i].launch_us, 1);
+		csvio_put_number(f, d[i].launch_us, 1);
 		fputc(',', f);
-		put_text(f, d[i].description);
+		csvio_put_text(f, d[i].description);
 		fputc('\n', f);
 	}
 	if (ferror(f))

@@ -1,0 +1,455 @@
+/*
+ * plan_validate(): a plan checked against the graph and the cluster it is
+ * meant for.  plan.c reads and writes plans and checks only what the JSON
+ * alone can tell (types, signs, known fields); everything that needs the
+ * model or the cluster (ranges, divisibility, the stage DAG, memory) is
+ * here, so planners can validate what they build before anything is
+ * written.  Every complaint names the plan's field as a path, as plan_read()
+ * does, and the first one found is the one reported.
+ */
+#include "plan.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "err.h"
+
+/* What plan_validate() builds once and its checks share. */
+struct vctx {
+	const struct plan *p;
+	const struct graph *g;
+	const struct cluster *c;
+	const char *path;
+	int ndev;
+	int *pos;                 /* stage id -> index in p->stages */
+	unsigned char *reach;     /* [a * nstages + b]: b reachable from a */
+	unsigned char *member;    /* [s * ndev + d]: device d in stages[s] */
+	/* stamp[d] == tag: device d already seen in the list being checked;
+	 * a new tag per list saves clearing stamp[]. */
+	int *stamp, tag;
+};
+
+static int check_schedule(struct vctx *v)
+{
+	const struct plan *p = v->p;
+
+	if (p->batch != v->g->batch)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "batch: the plan is for batch %lld but model '%s' has batch %lld",
+			      (long long)p->batch, v->g->name, (long long)v->g->batch);
+	if ((unsigned)p->sched >= NSCHED_KINDS)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "schedule.kind: unknown schedule %d", (int)p->sched);
+	if (p->microbatches < 1)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "schedule.microbatches: expected a positive integer, got %d",
+			      p->microbatches);
+	if (p->batch % p->microbatches)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "schedule.microbatches: %d does not divide the batch of %lld",
+			      p->microbatches, (long long)p->batch);
+	return AP_OK;
+}
+
+/* A stage id where fld names one: "stages 0..3", or "only stage 0" for a
+ * plan of one stage, when it is none of the plan's. */
+static int check_stage_id(const struct vctx *v, const char *fld, int id)
+{
+	int n = v->p->nstages;
+
+	if (id >= 0 && id < n)
+		return AP_OK;
+	if (n == 1)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "%s: no stage %d (the plan has only stage 0)", fld, id);
+	return ap_err(AP_EINPUT, v->path, 0,
+		      "%s: no stage %d (the plan has stages 0..%d)", fld, id, n - 1);
+}
+
+/* The device list at fld (a stage's or an op's): ids of the cluster, none
+ * twice (`twice` ends that message) and, when s >= 0, all in stages[s]. */
+static int check_devices(struct vctx *v, const char *fld, const int *dev, int n,
+			 int s, const char *twice)
+{
+	v->tag++;
+	for (int k = 0; k < n; k++) {
+		int d = dev[k];
+
+		if (d < 0 || d >= v->ndev)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "%s[%d]: device %d does not exist (cluster '%s' has devices 0..%d)",
+				      fld, k, d, v->c->name, v->ndev - 1);
+		if (v->stamp[d] == v->tag)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "%s[%d]: device %d is listed twice%s", fld, k, d, twice);
+		v->stamp[d] = v->tag;
+		if (s >= 0 && !v->member[(size_t)s * v->ndev + d])
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "%s[%d]: device %d is not a device of stage %d (stages[%d].devices)",
+				      fld, k, d, v->p->stages[s].id, s);
+	}
+	return AP_OK;
+}
+
+/* Depth-first search over `next` with an explicit path, so a cycle can be
+ * reported as the stages it runs through. */
+static int check_acyclic(struct vctx *v)
+{
+	const struct plan *p = v->p;
+	int n = p->nstages;
+	int *colour = calloc((size_t)n, sizeof *colour);
+	int *stack = malloc((size_t)n * sizeof *stack);
+	int *iter = calloc((size_t)n, sizeof *iter);
+	int st = AP_OK;
+
+	if (!colour || !stack || !iter) {
+		st = ap_err(AP_EFAIL, v->path, 0, "out of memory");
+		goto out;
+	}
+	for (int root = 0; root < n; root++) {
+		int top = 0;
+
+		if (colour[root])
+			continue;
+		stack[top++] = root;
+		colour[root] = 1;
+		while (top > 0) {
+			int s = stack[top - 1], t;
+			const struct plan_stage *ps = &p->stages[s];
+
+			if (iter[s] == ps->nnext) {
+				colour[s] = 2;
+				top--;
+				continue;
+			}
+			t = v->pos[ps->next[iter[s]++]];
+			if (colour[t] == 0) {
+				colour[t] = 1;
+				stack[top++] = t;
+			} else if (colour[t] == 1) {
+				char cyc[512];
+				size_t len = 0;
+				int k = top - 1;
+
+				while (stack[k] != t)
+					k--;
+				for (; k < top && len < sizeof cyc; k++)
+					len += (size_t)snprintf(cyc + len, sizeof cyc - len,
+								"%d -> ", p->stages[stack[k]].id);
+				if (len < sizeof cyc)
+					snprintf(cyc + len, sizeof cyc - len, "%d", p->stages[t].id);
+				st = ap_err(AP_EINPUT, v->path, 0,
+					    "stages[%d].next: stages form a cycle %s (expected a DAG)",
+					    s, cyc);
+				goto out;
+			}
+		}
+	}
+out:
+	free(colour);
+	free(stack);
+	free(iter);
+	return st;
+}
+
+static int check_stages(struct vctx *v)
+{
+	const struct plan *p = v->p;
+	char fld[64];
+	int n = p->nstages;
+	int *todo = NULL;
+	int st = AP_OK;
+
+	if (n < 1) {
+		st = ap_err(AP_EINPUT, v->path, 0, "stages: expected at least one stage");
+		goto out;
+	}
+	v->pos = malloc((size_t)n * sizeof *v->pos);
+	v->reach = calloc((size_t)n * (size_t)n, 1);
+	v->member = calloc((size_t)n * (size_t)v->ndev, 1);
+	todo = malloc((size_t)n * sizeof *todo);
+	if (!v->pos || !v->reach || !v->member || !todo) {
+		st = ap_err(AP_EFAIL, v->path, 0, "out of memory");
+		goto out;
+	}
+	for (int s = 0; s < n; s++)
+		v->pos[s] = -1;
+	for (int s = 0; s < n; s++) {
+		int id = p->stages[s].id;
+
+		if (id < 0 || id >= n) {
+			st = ap_err(AP_EINPUT, v->path, 0,
+				    "stages[%d].id: %d is out of range (expected 0..%d, one id per stage)",
+				    s, id, n - 1);
+			goto out;
+		}
+		if (v->pos[id] >= 0) {
+			st = ap_err(AP_EINPUT, v->path, 0,
+				    "stages[%d].id: stage %d is already stages[%d]",
+				    s, id, v->pos[id]);
+			goto out;
+		}
+		v->pos[id] = s;
+	}
+	for (int s = 0; s < n; s++) {
+		const struct plan_stage *ps = &p->stages[s];
+
+		if (ps->ndev < 1) {
+			st = ap_err(AP_EINPUT, v->path, 0,
+				    "stages[%d].devices: expected at least one device", s);
+			goto out;
+		}
+		snprintf(fld, sizeof fld, "stages[%d].devices", s);
+		st = check_devices(v, fld, ps->devices, ps->ndev, -1, "");
+		if (st)
+			goto out;
+		for (int k = 0; k < ps->ndev; k++)
+			v->member[(size_t)s * v->ndev + ps->devices[k]] = 1;
+		for (int k = 0; k < ps->nnext; k++) {
+			int t = ps->next[k];
+
+			snprintf(fld, sizeof fld, "stages[%d].next[%d]", s, k);
+			st = check_stage_id(v, fld, t);
+			if (st)
+				goto out;
+			for (int j = 0; j < k; j++) {
+				if (ps->next[j] == t) {
+					st = ap_err(AP_EINPUT, v->path, 0,
+						    "%s: stage %d is listed twice", fld, t);
+					goto out;
+				}
+			}
+		}
+	}
+	st = check_acyclic(v);
+	if (st)
+		goto out;
+	/* Reachability by a walk from every stage; plans have few stages. */
+	for (int a = 0; a < n; a++) {
+		unsigned char *row = v->reach + (size_t)a * n;
+		int top = 0;
+
+		todo[top++] = a;
+		while (top > 0) {
+			const struct plan_stage *ps = &p->stages[todo[--top]];
+
+			for (int k = 0; k < ps->nnext; k++) {
+				int t = v->pos[ps->next[k]];
+
+				if (!row[t]) {
+					row[t] = 1;
+					todo[top++] = t;
+				}
+			}
+		}
+	}
+out:
+	free(todo);
+	return st;
+}
+
+static void mask_format(unsigned mask, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int d = 0; d < NDIMS && n < len; d++)
+		if (mask & (1u << d))
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+					      dim_name((enum dim_kind)d));
+	if (!buf[0])
+		snprintf(buf, len, "none");
+}
+
+static int check_degrees(struct vctx *v, int i)
+{
+	const struct op *op = &v->g->ops[i];
+	const struct plan_op *po = &v->p->ops[i];
+	char shp[128], ok[32];
+	int64_t shards = 1;
+
+	for (int d = 0; d < NDIMS; d++) {
+		const char *dn = dim_name((enum dim_kind)d);
+		int deg = po->degree[d];
+		int64_t size;
+
+		if (deg < 1)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.degree.%s: expected a positive degree, got %d",
+				      op->name, dn, deg);
+		if (deg == 1)
+			continue;
+		if (shape_dim(&op->out, (enum dim_kind)d) < 0) {
+			shape_format(&op->out, shp, sizeof shp);
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.degree.%s: operator '%s' has no dim %s (its output is %s), so its degree must be 1",
+				      op->name, dn, op->name, dn, shp);
+		}
+		if (!(op->split_mask & (1u << d))) {
+			mask_format(op->split_mask, ok, sizeof ok);
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.degree.%s: operator '%s' (%s) cannot be split along %s (splittable: %s)",
+				      op->name, dn, op->name, op_kind_name(op->kind),
+				      dn, ok);
+		}
+		size = shape_size(&op->out, (enum dim_kind)d);
+		/* Every micro-batch is split the same way, so the sample
+		 * degree must divide the micro-batch, not just the batch. */
+		if (d == DIM_N) {
+			int64_t mb = size / v->p->microbatches;
+
+			if (mb % deg)
+				return ap_err(AP_EINPUT, v->path, 0,
+					      "ops.%s.degree.n: %d does not divide the micro-batch of %lld samples (batch %lld in %d micro-batches)",
+					      op->name, deg, (long long)mb,
+					      (long long)size, v->p->microbatches);
+		} else if (size % deg) {
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.degree.%s: %d does not divide %lld, the size of dim %s",
+				      op->name, dn, deg, (long long)size, dn);
+		}
+		/* Saturates instead of overflowing: anything past INT_MAX
+		 * cannot match ndev anyway. */
+		shards = shards > INT_MAX ? shards : shards * deg;
+	}
+	if (shards != po->ndev)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "ops.%s.devices: %d devices listed but the degrees (n=%d c=%d h=%d w=%d l=%d) make %lld shards",
+			      op->name, po->ndev, po->degree[DIM_N], po->degree[DIM_C],
+			      po->degree[DIM_H], po->degree[DIM_W], po->degree[DIM_L],
+			      (long long)shards);
+	return AP_OK;
+}
+
+static int check_op(struct vctx *v, int i)
+{
+	const struct op *op = &v->g->ops[i];
+	const struct plan_op *po = &v->p->ops[i];
+	char fld[NAME_LEN + 16];
+	int s;
+	int st;
+
+	snprintf(fld, sizeof fld, "ops.%s.stage", op->name);
+	st = check_stage_id(v, fld, po->stage);
+	if (st)
+		return st;
+	s = v->pos[po->stage];
+	st = check_degrees(v, i);
+	if (st)
+		return st;
+	snprintf(fld, sizeof fld, "ops.%s.devices", op->name);
+	st = check_devices(v, fld, po->devices, po->ndev, s,
+			   " (each shard needs its own device)");
+	if (st)
+		return st;
+	/* Data flows along `next` only: an input computed on a stage that
+	 * cannot reach this one would have to travel backwards. */
+	for (int k = 0; k < op->nin; k++) {
+		int j = op->in[k];
+		int sj = v->p->ops[j].stage;
+
+		if (sj != po->stage &&
+		    !v->reach[(size_t)v->pos[sj] * v->p->nstages + s])
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.stage: stage %d cannot be reached along 'next' from stage %d of its input '%s' (edges must go forward)",
+				      op->name, po->stage, sj, v->g->ops[j].name);
+	}
+	return AP_OK;
+}
+
+/* Parameters are indexed by the output channel (SOAP's parameter dim), so
+ * an op's c degree shards them and every other degree replicates them. */
+static int64_t param_shard_bytes(const struct op *op, const struct plan_op *po)
+{
+	int64_t bytes = op->params * BYTES_PER_ELEM;
+
+	if (op->m.valid && op->m.param_bytes > 0)
+		bytes = op->m.param_bytes;
+	return (bytes + po->degree[DIM_C] - 1) / po->degree[DIM_C];
+}
+
+/* Weights, their gradients and the optimizer's momentum: three copies of
+ * every parameter shard stay on its device for the whole iteration, so a
+ * plan that overflows here cannot run whatever the activations need. */
+static int check_memory(struct vctx *v)
+{
+	const struct graph *g = v->g;
+	int64_t *need = calloc((size_t)v->ndev, sizeof *need);
+	int64_t *big = calloc((size_t)v->ndev, sizeof *big);
+	int *big_op = calloc((size_t)v->ndev, sizeof *big_op);
+	int st = AP_OK;
+
+	if (!need || !big || !big_op) {
+		st = ap_err(AP_EFAIL, v->path, 0, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < g->nops; i++) {
+		const struct plan_op *po = &v->p->ops[i];
+		int64_t b = param_shard_bytes(&g->ops[i], po);
+
+		for (int k = 0; k < po->ndev; k++) {
+			int d = po->devices[k];
+
+			need[d] += 3 * b;
+			if (b > big[d]) {
+				big[d] = b;
+				big_op[d] = i;
+			}
+		}
+	}
+	for (int d = 0; d < v->ndev; d++) {
+		if (need[d] <= v->c->mem_bytes)
+			continue;
+		st = ap_err(AP_EINPUT, v->path, 0,
+			    "device %d: weights, gradients and momentum need %lld bytes (3 x %lld; largest: 'ops.%s', %lld bytes) but cluster '%s' has %lld bytes per device",
+			    d, (long long)need[d], (long long)(need[d] / 3),
+			    g->ops[big_op[d]].name, (long long)big[d], v->c->name,
+			    (long long)v->c->mem_bytes);
+		goto out;
+	}
+out:
+	free(need);
+	free(big);
+	free(big_op);
+	return st;
+}
+
+int plan_validate(const struct plan *p, const struct graph *g,
+		  const struct cluster *c, const char *path)
+{
+	struct vctx v = { .p = p, .g = g, .c = c, .path = path ? path : "plan" };
+	int st;
+
+	v.ndev = cluster_ndevices(c);
+	if (p->nops != g->nops) {
+		st = ap_err(AP_EINPUT, v.path, 0,
+			    "ops: the plan has %d operators but model '%s' has %d",
+			    p->nops, g->name, g->nops);
+		goto out;
+	}
+	if (v.ndev < 1) {
+		st = ap_err(AP_EINPUT, v.path, 0, "cluster '%s' has no devices", c->name);
+		goto out;
+	}
+	v.stamp = calloc((size_t)v.ndev, sizeof *v.stamp);
+	if (!v.stamp) {
+		st = ap_err(AP_EFAIL, v.path, 0, "out of memory");
+		goto out;
+	}
+	st = check_schedule(&v);
+	if (!st)
+		st = check_stages(&v);
+	/* Inputs have smaller indices, so every op's inputs are checked
+	 * before the edge from them is. */
+	for (int i = 0; i < g->nops && !st; i++)
+		st = check_op(&v, i);
+	if (!st && c->mem_bytes > 0)
+		st = check_memory(&v);
+out:
+	free(v.stamp);
+	free(v.pos);
+	free(v.reach);
+	free(v.member);
+	return st;
+}

@@ -1,0 +1,104 @@
+/*
+ * The shipped data hangs together: every cluster preset names a device of
+ * devices.csv and a profile directory that loads and was made for that
+ * device, and that profile answers every operator of the zoo models meant
+ * for it from its own rows (no silent fallback for the shipped defaults).
+ */
+#include "testutil.h"
+
+#include "cluster.h"
+#include "datadir.h"
+#include "err.h"
+#include "model_io.h"
+#include "profile.h"
+
+static void test_presets_have_profiles(void **state)
+{
+	char csv[4096], dir[4096], rel[256];
+	struct cluster *c;
+	int n;
+
+	(void)state;
+	assert_int_equal(cluster_load_presets(datapath(csv, sizeof csv,
+						       "profiles/clusters.csv"), &c, &n), AP_OK);
+	assert_true(n >= 11);
+	for (int i = 0; i < n; i++) {
+		struct profile p;
+
+		snprintf(rel, sizeof rel, "profiles/%s", c[i].profile);
+		if (profile_load(datapath(dir, sizeof dir, rel), &p) != AP_OK)
+			fail_msg("preset '%s': %s", c[i].name, ap_last_error());
+		if (strcmp(p.dev.name, c[i].device))
+			fail_msg("preset '%s' runs on '%s' but its profile is for '%s'",
+				 c[i].name, c[i].device, p.dev.name);
+		assert_true(c[i].mem_bytes > 0);
+		profile_release(&p);
+	}
+	free(c);
+}
+
+/* Every op of every zoo model, unsplit and split in two along each
+ * splittable dim, has a row in the V100 profile; the small models also in
+ * the CPU one. */
+static void check_covered(const char *prof, const char *const *models, size_t nm)
+{
+	char dir[4096], rel[256];
+	struct profile p;
+
+	snprintf(rel, sizeof rel, "profiles/%s", prof);
+	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), &p), AP_OK);
+	for (size_t m = 0; m < nm; m++) {
+		struct graph g;
+		struct cost_tally t = { { 0 } };
+
+		assert_int_equal(model_load(models[m], 0, &g), AP_OK);
+		for (int i = 0; i < g.nops; i++) {
+			for (int d = -1; d < NDIMS; d++) {
+				int deg[NDIMS] = { 1, 1, 1, 1, 1 };
+				struct op_cost cost;
+
+				if (d >= 0) {
+					int k = shape_dim(&g.ops[i].out, (enum dim_kind)d);
+
+					if (!(g.ops[i].split_mask & (1u << d)) || k < 0 ||
+					    g.ops[i].out.size[k] % 2)
+						continue;
+					deg[d] = 2;
+				}
+				assert_int_equal(profile_lookup(&p, &g, i, deg, &cost), AP_OK);
+				cost_tally_add(&t, cost.source);
+				assert_true(cost.fwd_us >= 0 && cost.bwd_us >= 0);
+			}
+		}
+		if (t.n[COST_SCALED] || t.n[COST_ROOFLINE])
+			fail_msg("%s on %s: %lld scaled and %lld roofline lookups", models[m],
+				 prof, (long long)t.n[COST_SCALED], (long long)t.n[COST_ROOFLINE]);
+		graph_release(&g);
+	}
+	profile_release(&p);
+}
+
+static void test_profiles_cover_zoo(void **state)
+{
+	static const char *const zoo[] = {
+		"alexnet", "vgg16", "resnet50", "resnet101", "inception_v3", "gnmt",
+		"bert_large", "gpt2", "mmt", "dlrm", "candle_uno", "mlp", "cnn_small",
+		"branchy_small", "transformer_tiny",
+	};
+	static const char *const small[] = { "mlp", "cnn_small", "branchy_small",
+					     "transformer_tiny" };
+
+	(void)state;
+	check_covered("v100-analytic", zoo, sizeof zoo / sizeof zoo[0]);
+	check_covered("cpu", small, sizeof small / sizeof small[0]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_presets_have_profiles),
+		cmocka_unit_test(test_profiles_cover_zoo),
+	};
+
+	return cmocka_run_group_tests_name("data", tests, NULL, NULL);
+}
