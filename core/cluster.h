@@ -10,7 +10,10 @@
 
 #include <stdint.h>
 
-#define CLUSTER_NAME_LEN 64
+/* Room for an inline spec that sets every link, such as
+ * "4x4:v100,intra=450GB/s,inter=400GB/s,intra_lat=2us,inter_lat=2us"; a
+ * longer spec is an error that names it, never cut. */
+#define CLUSTER_NAME_LEN 128
 
 struct link {
 	double bw_bytes_per_s; /* per direction */
@@ -20,7 +23,8 @@ struct link {
 struct cluster {
 	char name[CLUSTER_NAME_LEN];
 	char device[32];               /* device kind, a row of devices.csv */
-	char profile[CLUSTER_NAME_LEN]; /* default profile dir under profiles/ */
+	char profile[64];              /* default profile dir under profiles/,
+					* as long as struct profile's name */
 	char description[160];
 	int nodes, per_node;
 	struct link intra;             /* between two devices of one node */

@@ -1,8 +1,10 @@
 /*
  * Operator cost profiles: a table of measured (or analytic) forward and
  * backward times of operator shards, keyed by graph_op_signature(), with the
- * device's specs; CSV files read with libcsv; and the lookup every planner
- * and the simulator use, which always says where an answer came from.
+ * device's specs; its CSV files (read through csvio); and the lookup every
+ * planner and the simulator use, which always says where an answer came
+ * from.  The roofline model behind fallback (d) and the analytic rows is
+ * roofline.c's.
  *
  * Lookup order for the shard of op i at degree[] (profile_lookup):
  *  (a) the op carries imported times (PipeDream graph.txt, fwd_us=/bwd_us=
@@ -37,21 +39,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "csvio.h"
 #include "datadir.h"
 #include "err.h"
+#include "roofline.h"
 
 #define OPS_HEADER "signature,fwd_us,bwd_us,workspace_bytes,source"
 #define OPS_NCOLS 5
 #define SIG_LEN 1024
-
-/*
- * Achievable fractions of the datasheet peaks.  Well-tuned cuBLAS/cuDNN
- * float32 GEMMs and convolutions reach 60-80% of peak FMA throughput on
- * large shapes, and streaming kernels 75-90% of peak DRAM bandwidth (STREAM
- * style measurements on V100/A100/H100).  We take 70% and 80%.
- */
-#define MATH_EFFICIENCY 0.70
-#define BW_EFFICIENCY 0.80
 
 /* Largest degree product searched for a scaled fallback candidate. */
 #define SCALE_MAX_DEGREE 64
@@ -236,51 +231,17 @@ int profile_drop_analytic(struct profile *p)
 
 /* ---- reading ops.csv ----------------------------------------------------- */
 
+static const char *const ops_cols[OPS_NCOLS] = {
+	"signature", "fwd_us", "bwd_us", "workspace_bytes", "source"
+};
+
 struct ops_reader {
 	const char *path;
 	struct profile *p;
 	int *row_line;     /* line of each row, for duplicate messages */
 	int row_line_cap;
-	int line;          /* physical line being fed to the parser */
-	int rec_line;      /* line where the current record started */
-	int nfields;
-	char *field[OPS_NCOLS];
 	int header_done;
-	int rc;
 };
-
-static void reader_clear(struct ops_reader *st)
-{
-	for (int f = 0; f < OPS_NCOLS; f++) {
-		free(st->field[f]);
-		st->field[f] = NULL;
-	}
-	st->nfields = 0;
-}
-
-static void on_field(void *data, size_t len, void *ctx)
-{
-	struct ops_reader *st = ctx;
-
-	if (st->rc)
-		return;
-	if (st->nfields == 0)
-		st->rec_line = st->line;
-	if (st->nfields < OPS_NCOLS) {
-		char *s = malloc(len + 1);
-
-		if (!s) {
-			st->rc = ap_err(AP_EFAIL, NULL, 0, "out of memory reading '%s'",
-					st->path);
-			return;
-		}
-		if (len)
-			memcpy(s, data, len);
-		s[len] = 0;
-		st->field[st->nfields] = s;
-	}
-	st->nfields++;
-}
 
 /* A time: a finite number >= 0 that fills the whole field. */
 static int parse_time(const char *s, double *out)
@@ -305,55 +266,53 @@ static int parse_count(const char *s, int64_t *out)
 	return 0;
 }
 
-static int check_row(struct ops_reader *st)
+static int check_row(const struct csvio_rec *r, void *ctx)
 {
-	const char *const col[OPS_NCOLS] = {
-		"signature", "fwd_us", "bwd_us", "workspace_bytes", "source"
-	};
+	struct ops_reader *st = ctx;
+	char *const *field = r->field;
 	const struct prof_row *dup;
 	double fwd, bwd;
 	int64_t ws;
 	int analytic, rc;
 
-	if (st->nfields != OPS_NCOLS)
-		return ap_err(AP_EINPUT, st->path, st->rec_line,
+	if (r->nfield != OPS_NCOLS)
+		return ap_err(AP_EINPUT, st->path, r->line,
 			      "expected %d columns (%s), found %d", OPS_NCOLS,
-			      OPS_HEADER, st->nfields);
+			      OPS_HEADER, r->nfield);
 	if (!st->header_done) {
-		for (int f = 0; f < OPS_NCOLS; f++)
-			if (strcmp(st->field[f], col[f]))
-				return ap_err(AP_EINPUT, st->path, st->rec_line,
-					      "expected the header '%s'", OPS_HEADER);
+		if (!csvio_header_is(r, ops_cols, OPS_NCOLS))
+			return ap_err(AP_EINPUT, st->path, r->line,
+				      "expected the header '%s'", OPS_HEADER);
 		st->header_done = 1;
 		return AP_OK;
 	}
-	if (!st->field[0][0])
-		return ap_err(AP_EINPUT, st->path, st->rec_line, "empty signature");
-	if (parse_time(st->field[1], &fwd))
-		return ap_err(AP_EINPUT, st->path, st->rec_line,
+	if (!field[0][0])
+		return ap_err(AP_EINPUT, st->path, r->line, "empty signature");
+	if (parse_time(field[1], &fwd))
+		return ap_err(AP_EINPUT, st->path, r->line,
 			      "fwd_us '%s': expected a time in microseconds >= 0",
-			      st->field[1]);
-	if (parse_time(st->field[2], &bwd))
-		return ap_err(AP_EINPUT, st->path, st->rec_line,
+			      field[1]);
+	if (parse_time(field[2], &bwd))
+		return ap_err(AP_EINPUT, st->path, r->line,
 			      "bwd_us '%s': expected a time in microseconds >= 0",
-			      st->field[2]);
-	if (parse_count(st->field[3], &ws))
-		return ap_err(AP_EINPUT, st->path, st->rec_line,
+			      field[2]);
+	if (parse_count(field[3], &ws))
+		return ap_err(AP_EINPUT, st->path, r->line,
 			      "workspace_bytes '%s': expected a byte count >= 0",
-			      st->field[3]);
-	if (!strcmp(st->field[4], "measured"))
+			      field[3]);
+	if (!strcmp(field[4], "measured"))
 		analytic = 0;
-	else if (!strcmp(st->field[4], "analytic"))
+	else if (!strcmp(field[4], "analytic"))
 		analytic = 1;
 	else
-		return ap_err(AP_EINPUT, st->path, st->rec_line,
+		return ap_err(AP_EINPUT, st->path, r->line,
 			      "unknown source '%s' (expected 'measured' or 'analytic')",
-			      st->field[4]);
-	dup = profile_find(st->p, st->field[0]);
+			      field[4]);
+	dup = profile_find(st->p, field[0]);
 	if (dup)
-		return ap_err(AP_EINPUT, st->path, st->rec_line,
+		return ap_err(AP_EINPUT, st->path, r->line,
 			      "duplicate signature '%s' (first on line %d)",
-			      st->field[0], st->row_line[dup - st->p->rows]);
+			      field[0], st->row_line[dup - st->p->rows]);
 	if (st->p->nrows == st->row_line_cap) {
 		int cap = st->row_line_cap ? 2 * st->row_line_cap : 256;
 		int *rl = realloc(st->row_line, sizeof *rl * (size_t)cap);
@@ -364,93 +323,25 @@ static int check_row(struct ops_reader *st)
 		st->row_line = rl;
 		st->row_line_cap = cap;
 	}
-	rc = profile_put(st->p, st->field[0], fwd, bwd, ws, analytic);
+	rc = profile_put(st->p, field[0], fwd, bwd, ws, analytic);
 	if (rc)
 		return rc;
-	st->row_line[st->p->nrows - 1] = st->rec_line;
+	st->row_line[st->p->nrows - 1] = r->line;
 	return AP_OK;
 }
 
-static void on_record(int term, void *ctx)
-{
-	struct ops_reader *st = ctx;
-
-	(void)term;
-	if (!st->rc)
-		st->rc = check_row(st);
-	reader_clear(st);
-}
-
+/* Streamed: a profile holds thousands of rows, each put straight into the
+ * table. */
 static int read_ops(const char *path, struct profile *p)
 {
 	struct ops_reader st = { .path = path, .p = p };
-	struct csv_parser parser;
-	char *buf = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f = NULL;
-	int rc = AP_OK, parser_ok = 0;
+	int rc = csvio_each(path, check_row, &st);
 
-	f = fopen(path, "r");
-	if (!f) {
-		rc = ap_err(AP_EINPUT, path, 0, "cannot read: %s", strerror(errno));
-		goto out;
-	}
-	if (csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI) != 0) {
-		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory for the CSV parser");
-		goto out;
-	}
-	parser_ok = 1;
-	/* Fed a line at a time so that messages can name the line. */
-	while (!st.rc && (n = getline(&buf, &cap, f)) >= 0) {
-		st.line++;
-		if (csv_parse(&parser, buf, (size_t)n, on_field, on_record, &st) !=
-		    (size_t)n && !st.rc)
-			st.rc = ap_err(AP_EINPUT, path, st.line,
-				       "malformed CSV (%s)",
-				       csv_strerror(csv_error(&parser)));
-	}
-	if (!st.rc && ferror(f))
-		st.rc = ap_err(AP_EFAIL, path, 0, "read failed: %s", strerror(errno));
-	if (!st.rc && csv_fini(&parser, on_field, on_record, &st) != 0 && !st.rc)
-		st.rc = ap_err(AP_EINPUT, path, st.line,
-			       "malformed CSV (unterminated quote)");
-	if (!st.rc && !st.header_done)
-		st.rc = ap_err(AP_EINPUT, path, 1, "expected the header '%s'",
-			       OPS_HEADER);
-	rc = st.rc;
-out:
-	reader_clear(&st);
+	if (!rc && !st.header_done)
+		rc = ap_err(AP_EINPUT, path, 1, "expected the header '%s'",
+			    OPS_HEADER);
 	free(st.row_line);
-	if (parser_ok)
-		csv_free(&parser);
-	free(buf);
-	if (f)
-		fclose(f);
 	return rc;
-}
-
-/* Line of the n-th non-blank line of a file (1-based), or 0.  Points a
- * message at the device row that should not be there. */
-static int nth_record_line(const char *path, int nth)
-{
-	char *buf = NULL;
-	size_t cap = 0;
-	int line = 0, seen = 0, found = 0;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return 0;
-	while (getline(&buf, &cap, f) >= 0) {
-		line++;
-		if (buf[strspn(buf, " \t\r\n")] && ++seen == nth) {
-			found = line;
-			break;
-		}
-	}
-	free(buf);
-	fclose(f);
-	return found;
 }
 
 static void dir_basename(const char *dir, char *out, size_t len)
@@ -468,28 +359,17 @@ static void dir_basename(const char *dir, char *out, size_t len)
 int profile_load(const char *dir, struct profile *p)
 {
 	char path[PATH_MAX];
-	struct device_spec *devs = NULL;
-	int ndev = 0, rc;
+	int rc;
 
 	profile_init(p);
 	dir_basename(dir, p->name, sizeof p->name);
 	snprintf(path, sizeof path, "%s/device.csv", dir);
-	rc = devices_load(path, &devs, &ndev);
+	rc = device_load_one(path, &p->dev);
 	if (rc)
 		goto out;
-	if (ndev != 1) {
-		int line = ndev ? nth_record_line(path, 3) : 1;
-
-		rc = ap_err(AP_EINPUT, path, line > 0 ? line : 1,
-			    "expected exactly one device row after the header, found %d",
-			    ndev);
-		goto out;
-	}
-	p->dev = devs[0];
 	snprintf(path, sizeof path, "%s/ops.csv", dir);
 	rc = read_ops(path, p);
 out:
-	free(devs);
 	if (rc)
 		profile_release(p);
 	return rc;
@@ -585,163 +465,6 @@ int profile_save(const struct profile *p, const char *dir)
 		return rc;
 	snprintf(path, sizeof path, "%s/ops.csv", dir);
 	return write_atomic(path, write_ops, (void *)p);
-}
-
-/* ---- roofline ------------------------------------------------------------ */
-
-static int64_t shard_count(const int degree[NDIMS])
-{
-	int64_t n = 1;
-
-	for (int d = 0; d < NDIMS; d++)
-		n *= degree[d] > 0 ? degree[d] : 1;
-	return n;
-}
-
-/* Kernel launches of one op, forward and backward.  Views (flatten,
- * reshape) and the input launch none.  Ops with weights launch two backward
- * kernels (input gradient, weight gradient).  Attention runs the q/k/v and
- * output projections, two batched GEMMs and a softmax; its backward doubles
- * the GEMMs.  A cuDNN LSTM layer runs one input GEMM and one kernel per
- * time step in each direction, which is why recurrent layers are
- * latency-bound at small batch. */
-static void kernel_counts(const struct op *op, int *fwd, int *bwd)
-{
-	int64_t steps;
-
-	switch (op->kind) {
-	case OP_INPUT:
-	case OP_FLATTEN:
-	case OP_RESHAPE:
-		*fwd = *bwd = 0;
-		break;
-	case OP_CONV2D:
-	case OP_LINEAR:
-	case OP_MATMUL:
-	case OP_BATCHNORM:
-	case OP_LAYERNORM:
-		*fwd = 1;
-		*bwd = 2;
-		break;
-	case OP_ATTENTION:
-		*fwd = 6;
-		*bwd = 11;
-		break;
-	case OP_LSTM:
-		steps = shape_size(&op->out, DIM_L);
-		if (steps > 100000)
-			steps = 100000;
-		*fwd = (op->a.bidir ? 2 : 1) * (1 + (int)steps);
-		*bwd = 2 * *fwd;
-		break;
-	default:
-		*fwd = *bwd = 1;
-		break;
-	}
-}
-
-/* Kinds whose output channels come from a reduction over the whole input:
- * splitting their output c leaves every shard reading the whole input. */
-static int reduces_input(enum op_kind k)
-{
-	return k == OP_CONV2D || k == OP_LINEAR || k == OP_LSTM ||
-	       k == OP_ATTENTION || k == OP_EMBEDDING;
-}
-
-/*
- * The roofline model (Williams, Waterman, Patterson, CACM 2009): a kernel
- * takes the longer of its arithmetic at the achievable FLOP rate and its
- * DRAM traffic at the achievable bandwidth, plus a fixed launch cost.
- *
- *   fwd = max((2 macs + elems) / (eff_math rate), bytes / (eff_bw bw)) + k_f launch
- *   bwd = max((2 bwd_macs + elems) / (eff_math rate), 2 bytes / (eff_bw bw)) + k_b launch
- *
- * for the shard: MACs and elements are the op's divided by the number of
- * shards; bytes = inputs + output + weights, float32.  The output is split
- * by every degree; inputs too, except that an output-channel split of a
- * reducing kind (conv2d, linear, ...) leaves each shard the whole input;
- * weights are split only by the output-channel degree (an n/h/w/l split
- * replicates them).  Backward reads and writes about twice the forward's
- * bytes (gradients of output, input and weights besides the saved tensors).
- * rate is the float32 FMA rate, not the tensor-core rate: the zoo trains in
- * float32, as the PipeDream- and FlexFlow-era papers did.  conv2d asks for
- * a workspace about the size of its shard's input, a rough stand-in for
- * what cuDNN's implicit-GEMM and FFT algorithms request.
- */
-void roofline_cost(const struct device_spec *dev, const struct graph *g, int i,
-		   const int degree[NDIMS], struct op_cost *out)
-{
-	const struct op *op = &g->ops[i];
-	double shards = (double)shard_count(degree);
-	double dc = degree[DIM_C] > 0 ? degree[DIM_C] : 1;
-	double rate = dev->fp32_flops_per_s * MATH_EFFICIENCY;
-	double bw = dev->mem_bw_bytes_per_s * BW_EFFICIENCY;
-	double in_bytes = 0, w_bytes, bytes, fwd_flops, bwd_flops;
-	double in_div = reduces_input(op->kind) ? shards / dc : shards;
-	int64_t weights = op->params;
-	int kf, kb;
-
-	for (int k = 0; k < op->nin; k++)
-		in_bytes += (double)g->ops[op->in[k]].out_bytes;
-	/* a tied layer owns no parameters but still reads the shared weight */
-	if (op->kind == OP_LINEAR && op->a.tie >= 0 && op->a.tie < g->nops)
-		weights = g->ops[op->a.tie].params;
-	w_bytes = (double)weights * BYTES_PER_ELEM / dc;
-	bytes = in_bytes / in_div + (double)op->out_bytes / shards + w_bytes;
-	fwd_flops = (2.0 * (double)op->fwd_macs + (double)op->fwd_elems) / shards;
-	bwd_flops = (2.0 * (double)op->bwd_macs + (double)op->fwd_elems) / shards;
-	kernel_counts(op, &kf, &kb);
-
-	memset(out, 0, sizeof *out);
-	out->source = COST_ROOFLINE;
-	if (kf == 0 && kb == 0)
-		return; /* a view: no kernel, no traffic */
-	out->fwd_us = 1e6 * fmax(rate > 0 ? fwd_flops / rate : 0,
-				 bw > 0 ? bytes / bw : 0) + kf * dev->launch_us;
-	out->bwd_us = 1e6 * fmax(rate > 0 ? bwd_flops / rate : 0,
-				 bw > 0 ? 2 * bytes / bw : 0) + kb * dev->launch_us;
-	if (op->kind == OP_CONV2D)
-		out->workspace_bytes = (int64_t)(in_bytes / in_div);
-}
-
-/* ---- degree vectors ------------------------------------------------------ */
-
-typedef int (*degree_fn)(const int degree[NDIMS], void *ctx);
-
-/* Calls fn for every degree vector of op whose entries are powers of two
- * over its splittable dims, each dividing the dim, product <= max_degree;
- * in a fixed order (dims n, c, h, w, l; smaller degrees first).  Stops at
- * the first non-zero return of fn and returns it. */
-static int degrees_rec(const struct op *op, int d, int prod, int max_degree,
-		       int degree[NDIMS], degree_fn fn, void *ctx)
-{
-	int64_t size;
-	int rc;
-
-	if (d == NDIMS)
-		return fn(degree, ctx);
-	size = shape_dim(&op->out, (enum dim_kind)d) >= 0 ?
-	       shape_size(&op->out, (enum dim_kind)d) : 1;
-	if (!(op->split_mask & (1u << d)))
-		size = 1;
-	for (int f = 1; (int64_t)prod * f <= max_degree && size % f == 0; f *= 2) {
-		degree[d] = f;
-		rc = degrees_rec(op, d + 1, prod * f, max_degree, degree, fn, ctx);
-		if (rc)
-			return rc;
-	}
-	degree[d] = 1;
-	return 0;
-}
-
-static int for_each_degree(const struct op *op, int max_degree, degree_fn fn,
-			   void *ctx)
-{
-	int degree[NDIMS];
-
-	for (int d = 0; d < NDIMS; d++)
-		degree[d] = 1;
-	return degrees_rec(op, 0, 1, max_degree, degree, fn, ctx);
 }
 
 /* ---- analytic rows ------------------------------------------------------- */

@@ -21,7 +21,6 @@
 #include "device.h"
 #include "graph.h"
 
-
 enum cost_source {
 	COST_MEASURED,  /* exact signature, measured row */
 	COST_ANALYTIC,  /* exact signature, row written by the roofline generator */
@@ -76,12 +75,9 @@ const struct prof_row *profile_find(const struct profile *p, const char *sig);
  * they go stale when the specs change); returns how many were removed. */
 int profile_drop_analytic(struct profile *p);
 
-/* Cost of op i's shard at degree[] (see graph_op_signature). */
+/* Cost of op i's shard at degree[] (see graph_op_signature); the roofline
+ * estimate itself is roofline_cost() of roofline.h. */
 int profile_lookup(const struct profile *p, const struct graph *g, int i,
-		   const int degree[NDIMS], struct op_cost *out);
-
-/* Roofline time of op i's shard on dev. */
-void roofline_cost(const struct device_spec *dev, const struct graph *g, int i,
 		   const int degree[NDIMS], struct op_cost *out);
 
 /* Adds analytic rows for every op of g at every degree vector whose entries

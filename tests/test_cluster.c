@@ -354,6 +354,15 @@ static void test_inline_spec(void **state)
 	assert_true(c.intra.bw_bytes_per_s == 12e9);  /* defaults */
 	assert_true(c.inter.bw_bytes_per_s == 1.25e9);
 
+	/* every link set: longer than the 63 characters names once had */
+	assert_int_equal(cluster_resolve("4x4:v100,intra=450GB/s,inter=400GB/s,intra_lat=2us,inter_lat=2us",
+					 clusters_csv, &c), AP_OK);
+	assert_string_equal(c.name, "4x4:v100,intra=450GB/s,inter=400GB/s,intra_lat=2us,inter_lat=2us");
+	assert_true(c.intra.bw_bytes_per_s == 450e9);
+	assert_true(c.inter.bw_bytes_per_s == 400e9);
+	assert_true(c.intra.latency_s == 2e-6);
+	assert_true(c.inter.latency_s == 2e-6);
+
 	assert_int_equal(cluster_resolve("1x2:cpu", clusters_csv, &c), AP_OK);
 	assert_string_equal(c.profile, "cpu");
 	assert_int_equal(c.mem_bytes, 8 * GiB);
@@ -384,7 +393,8 @@ static void test_bad_specs(void **state)
 		{ "4x4:v100,intra_lat=0us", "intra_lat '0us'" },
 		{ "1024x2048:v100", "more than" },
 		{ "2000000x2:v100", "node count '2000000'" },
-		{ "4x4:v100,intra=450GB/s,inter=400GB/s,intra_lat=2us,inter_lat=2us",
+		{ "4x4:v100,intra=450.000000000GB/s,inter=400.000000000GB/s,"
+		  "intra_lat=2.000000000us,inter_lat=2.000000000us,mem=16.0000000000000000GiB",
 		  "longer than" },
 	};
 	struct cluster c;

@@ -26,6 +26,7 @@
 #include "graph.h"
 #include "model_io.h"
 #include "profile.h"
+#include "roofline.h"
 
 /* A V100-like device: 15.7 TFLOPS float32, 900 GB/s, 5 us per launch. */
 static void test_device(struct device_spec *d)
