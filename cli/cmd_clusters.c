@@ -5,16 +5,15 @@
  * people, with bandwidths and latencies in human units; --csv is for scripts,
  * in plain SI numbers (bytes/s, seconds, bytes) that need no unit parsing.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <csv.h>
 
-#include "cluster.h"
 #include "args.h"
+#include "cluster.h"
 #include "commands.h"
+#include "csvio.h"
 #include "datadir.h"
 #include "err.h"
 
@@ -62,55 +61,28 @@ static void fmt_link(char *buf, size_t len, const struct link *l)
 	snprintf(buf, len, "%s, %s", b, t);
 }
 
-/* Shortest decimal that reads back as exactly x; whole numbers of bytes/s
- * in full (12000000000, not 1.2e+10) since no reader then needs %g. */
-static void put_num(FILE *f, double x)
-{
-	char buf[40];
-
-	if (x == floor(x) && fabs(x) < 1e15) {
-		fprintf(f, "%.0f", x);
-		return;
-	}
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, sizeof buf, "%.*g", prec, x);
-		if (strtod(buf, NULL) == x)
-			break;
-	}
-	fputs(buf, f);
-}
-
-static void put_text(FILE *f, const char *s)
-{
-	if (strpbrk(s, ",\"\r\n") || s[0] == ' ' ||
-	    (s[0] && s[strlen(s) - 1] == ' '))
-		csv_fwrite(f, s, strlen(s));
-	else
-		fputs(s, f);
-}
-
 static void print_csv(FILE *f, const struct cluster *c, int n)
 {
 	fputs("name,nodes,devices_per_node,devices,device,intra_bw_bytes_per_s,"
 	      "intra_latency_s,inter_bw_bytes_per_s,inter_latency_s,mem_bytes,"
 	      "profile,description\n", f);
 	for (int i = 0; i < n; i++) {
-		put_text(f, c[i].name);
+		csvio_put_text(f, c[i].name);
 		fprintf(f, ",%d,%d,%d,", c[i].nodes, c[i].per_node,
 			cluster_ndevices(&c[i]));
-		put_text(f, c[i].device);
+		csvio_put_text(f, c[i].device);
 		fputc(',', f);
-		put_num(f, c[i].intra.bw_bytes_per_s);
+		csvio_put_number(f, c[i].intra.bw_bytes_per_s, 1);
 		fputc(',', f);
-		put_num(f, c[i].intra.latency_s);
+		csvio_put_number(f, c[i].intra.latency_s, 1);
 		fputc(',', f);
-		put_num(f, c[i].inter.bw_bytes_per_s);
+		csvio_put_number(f, c[i].inter.bw_bytes_per_s, 1);
 		fputc(',', f);
-		put_num(f, c[i].inter.latency_s);
+		csvio_put_number(f, c[i].inter.latency_s, 1);
 		fprintf(f, ",%lld,", (long long)c[i].mem_bytes);
-		put_text(f, c[i].profile);
+		csvio_put_text(f, c[i].profile);
 		fputc(',', f);
-		put_text(f, c[i].description);
+		csvio_put_text(f, c[i].description);
 		fputc('\n', f);
 	}
 }
