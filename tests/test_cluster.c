@@ -424,13 +424,57 @@ static void test_bad_specs(void **state)
 #define CL_HEADER "name,nodes,devices_per_node,device,intra_bw,intra_latency,inter_bw,inter_latency,profile,description\n"
 #define CL_GOOD "good,2,2,v100,12GB/s,5us,10Gb/s,20us,v100-analytic,fine\n"
 
+/* A malformed row after a scaffold that loads on its own. */
+struct bad_row {
+	const char *text;  /* the file after the scaffold */
+	int line;
+	const char *part;  /* the message names this */
+};
+
+static int load_clusters(const char *path)
+{
+	struct cluster *c = NULL;
+	int n, rc = cluster_load_presets(path, &c, &n);
+
+	free(c);
+	return rc;
+}
+
+static int load_devices(const char *path)
+{
+	struct device_spec *d = NULL;
+	int n, rc = devices_load(path, &d, &n);
+
+	free(d);
+	return rc;
+}
+
+/* Each row, appended to the scaffold, must be refused with
+ * "path:line: ...part...". */
+static void expect_bad_rows(const char *path, const char *scaffold,
+			    const struct bad_row *bad, size_t nbad,
+			    int (*load)(const char *path))
+{
+	char text[1024], where[4300];
+
+	for (size_t i = 0; i < nbad; i++) {
+		int rc;
+
+		snprintf(text, sizeof text, "%s%s", scaffold, bad[i].text);
+		write_file(path, text);
+		rc = load(path);
+		if (rc != AP_EINPUT)
+			fail_msg("case %zu gave %d, expected AP_EINPUT", i, rc);
+		snprintf(where, sizeof where, "%s:%d: ", path, bad[i].line);
+		if (!strstr(ap_last_error(), where) || !strstr(ap_last_error(), bad[i].part))
+			fail_msg("case %zu: message '%s' lacks '%s' or '%s'", i,
+				 ap_last_error(), where, bad[i].part);
+	}
+}
+
 static void test_bad_cluster_rows(void **state)
 {
-	static const struct {
-		const char *text;  /* the file after the header and one good row */
-		int line;
-		const char *part;
-	} bad[] = {
+	static const struct bad_row bad[] = {
 		{ "x,4,4,v100,12GB/s,5us,10Gb/s,20us,v100-analytic\n", 3, "9 fields, expected 10" },
 		{ "x,4,4,v100,12GB/s,5us,10Gb/s,20us,v100-analytic,d,extra\n", 3, "11 fields" },
 		{ "x,0,4,v100,12GB/s,5us,10Gb/s,20us,v100-analytic,d\n", 3, "nodes '0'" },
@@ -464,22 +508,7 @@ static void test_bad_cluster_rows(void **state)
 	assert_string_equal(c[0].name, "good");
 	free(c);
 
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		char where[4300];
-		int rc;
-
-		snprintf(text, sizeof text, CL_HEADER CL_GOOD "%s", bad[i].text);
-		write_file(path, text);
-		c = NULL;
-		rc = cluster_load_presets(path, &c, &n);
-		free(c);
-		if (rc != AP_EINPUT)
-			fail_msg("case %zu gave %d, expected AP_EINPUT", i, rc);
-		snprintf(where, sizeof where, "%s:%d: ", path, bad[i].line);
-		if (!strstr(ap_last_error(), where) || !strstr(ap_last_error(), bad[i].part))
-			fail_msg("case %zu: message '%s' lacks '%s' or '%s'", i,
-				 ap_last_error(), where, bad[i].part);
-	}
+	expect_bad_rows(path, CL_HEADER CL_GOOD, bad, sizeof bad / sizeof bad[0], load_clusters);
 
 	/* header: a column renamed */
 	write_file(path, "name,nodes,per_node,device,intra_bw,intra_latency,inter_bw,inter_latency,profile,description\n" CL_GOOD);
@@ -513,11 +542,7 @@ static void test_bad_cluster_rows(void **state)
 
 static void test_bad_device_rows(void **state)
 {
-	static const struct {
-		const char *text;
-		int line;
-		const char *part;
-	} bad[] = {
+	static const struct bad_row bad[] = {
 		{ "x,1,1,1,1,1\n", 3, "6 fields, expected 7" },
 		{ "x,-1,1,1,1,1,d\n", 3, "fp32_tflops '-1'" },
 		{ "x,1,0,1,1,1,d\n", 3, "tensor_tflops '0'" },
@@ -543,22 +568,7 @@ static void test_bad_device_rows(void **state)
 	assert_int_equal(n, 1);
 	free(d);
 
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		char where[4300];
-		int rc;
-
-		snprintf(text, sizeof text, DEV_HEADER DEV_GOOD "%s", bad[i].text);
-		write_file(path, text);
-		d = NULL;
-		rc = devices_load(path, &d, &n);
-		free(d);
-		if (rc != AP_EINPUT)
-			fail_msg("case %zu gave %d, expected AP_EINPUT", i, rc);
-		snprintf(where, sizeof where, "%s:%d: ", path, bad[i].line);
-		if (!strstr(ap_last_error(), where) || !strstr(ap_last_error(), bad[i].part))
-			fail_msg("case %zu: message '%s' lacks '%s' or '%s'", i,
-				 ap_last_error(), where, bad[i].part);
-	}
+	expect_bad_rows(path, DEV_HEADER DEV_GOOD, bad, sizeof bad / sizeof bad[0], load_devices);
 
 	write_file(path, "name,fp32,tensor_tflops,mem_bw_gbytes_per_s,mem_bytes,launch_us,description\n" DEV_GOOD);
 	assert_int_equal(devices_load(path, &d, &n), AP_EINPUT);
