@@ -1,12 +1,12 @@
 /*
- * Plans on disk and their checks.  A plan is the one thing every planner
+ * The plan struct and plans on disk.  A plan is the one thing every planner
  * hands to the simulator and the runtime, so it is read strictly: the JSON
  * schema "autopar-plan" version 1 (DESIGN section 4) is checked field by
  * field and every complaint names the field as a path ("ops.fc1.degree.c"),
- * because jansson keeps line numbers only for syntax errors.  plan_validate()
- * then checks the plan against the graph and the cluster it is meant for;
- * reading and validating are separate so planners can validate what they
- * build before anything is written.
+ * because jansson keeps line numbers only for syntax errors.  Only what the
+ * JSON alone can tell is checked here; plan_check.c holds plan_validate(),
+ * which checks a plan against the graph and the cluster it is meant for, so
+ * planners can validate what they build before anything is written.
  */
 #include "plan.h"
 
@@ -97,8 +97,21 @@ int plan_set_devices(int **dst, int *ndst, const int *src, int n)
 	return AP_OK;
 }
 
+/* One plan_op per operator of g, degree 1 on every dim and no devices yet;
+ * at least one is allocated, so NULL means out of memory. */
+static struct plan_op *ops_new(const struct graph *g)
+{
+	struct plan_op *ops = calloc(g->nops > 0 ? (size_t)g->nops : 1, sizeof *ops);
+
+	for (int i = 0; ops && i < g->nops; i++)
+		for (int d = 0; d < NDIMS; d++)
+			ops[i].degree[d] = 1;
+	return ops;
+}
+
 int plan_alloc(struct plan *p, const struct graph *g, int nstages)
 {
+	static const int dev0 = 0;
 	int st = AP_OK;
 
 	plan_release(p);
@@ -110,28 +123,19 @@ int plan_alloc(struct plan *p, const struct graph *g, int nstages)
 	snprintf(p->model, sizeof p->model, "%s", g->name);
 	p->batch = g->batch;
 	p->stages = calloc((size_t)nstages, sizeof *p->stages);
-	p->ops = calloc(g->nops > 0 ? (size_t)g->nops : 1, sizeof *p->ops);
+	p->ops = ops_new(g);
 	if (!p->stages || !p->ops) {
 		st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
 	p->nstages = nstages;
+	p->nops = g->nops;
 	for (int s = 0; s < nstages; s++)
 		p->stages[s].id = s;
-	/* Set nops as we go so plan_release() frees exactly what exists. */
-	for (int i = 0; i < g->nops; i++) {
-		struct plan_op *o = &p->ops[i];
-		static const int dev0 = 0;
-
-		for (int d = 0; d < NDIMS; d++)
-			o->degree[d] = 1;
-		p->nops = i + 1;
-		/* Degree 1 everywhere is one shard, so one device keeps
-		 * ndev equal to the product of the degrees. */
-		st = plan_set_devices(&o->devices, &o->ndev, &dev0, 1);
-		if (st)
-			goto out;
-	}
+	/* Degree 1 everywhere is one shard, so one device keeps ndev equal
+	 * to the product of the degrees. */
+	for (int i = 0; i < g->nops && !st; i++)
+		st = plan_set_devices(&p->ops[i].devices, &p->ops[i].ndev, &dev0, 1);
 out:
 	if (st)
 		plan_release(p);
@@ -251,29 +255,14 @@ static int check_keys(const char *path, const char *prefix, json_t *obj,
 	return AP_OK;
 }
 
-/* A member of obj in *out (NULL when absent and not required). */
-static int member(const char *path, json_t *obj, const char *prefix,
-		  const char *key, int required, json_t **out)
-{
-	char fld[FIELD_LEN];
-
-	*out = json_object_get(obj, key);
-	if (!*out && required) {
-		if (prefix && prefix[0])
-			return ap_err(AP_EINPUT, path, 0, "%s: missing field '%s'",
-				      prefix, key);
-		return ap_err(AP_EINPUT, path, 0, "missing field '%s'",
-			      field(fld, prefix, key));
-	}
-	return AP_OK;
-}
-
-static int as_object(const char *path, const char *fld, json_t *v)
+/* An object whose members, when allowed is not NULL, are all in it. */
+static int as_object(const char *path, const char *fld, json_t *v,
+		     const char *const *allowed)
 {
 	if (!json_is_object(v))
 		return ap_err(AP_EINPUT, path, 0, "%s: expected an object, got %s",
 			      fld, json_kind(v));
-	return AP_OK;
+	return allowed ? check_keys(path, fld, v, allowed) : AP_OK;
 }
 
 /* An integer in [min, max]; min is 0 or 1 wherever the schema asks for
@@ -309,31 +298,80 @@ static int as_int32(const char *path, const char *fld, json_t *v, int min, int *
 	return st;
 }
 
-/* A finite number >= 0; JSON integers count as numbers. */
-static int as_number(const char *path, const char *fld, json_t *v, double *out)
+/* Member key of obj in *x, NULL when absent and not required, and its path
+ * for messages in fld (FIELD_LEN bytes). */
+static int member(const char *path, json_t *obj, const char *prefix,
+		  const char *key, int required, json_t **x, char *fld)
 {
-	double x;
+	int top = !prefix || !prefix[0];
 
-	if (!json_is_number(v))
-		return ap_err(AP_EINPUT, path, 0, "%s: expected a number, got %s", fld,
-			      json_kind(v));
-	x = json_number_value(v);
-	if (!(x >= 0) || !isfinite(x))
-		return ap_err(AP_EINPUT, path, 0,
-			      "%s: expected a non-negative number, got %g", fld, x);
-	*out = x;
+	field(fld, prefix, key);
+	*x = json_object_get(obj, key);
+	if (!*x && required)
+		return ap_err(AP_EINPUT, path, 0, "%s%smissing field '%s'",
+			      top ? "" : prefix, top ? "" : ": ", key);
 	return AP_OK;
 }
 
-static int as_string(const char *path, const char *fld, json_t *v, char *buf,
-		     size_t len)
+/* The get_*() read member key of obj (as member() finds it) into *out,
+ * which keeps its value when the member is absent and not required. */
+static int get_int(const char *path, json_t *obj, const char *prefix,
+		   const char *key, int required, int64_t min, int64_t *out)
 {
-	const char *s;
+	char fld[FIELD_LEN];
+	json_t *x;
+	int st = member(path, obj, prefix, key, required, &x, fld);
 
-	if (!json_is_string(v))
+	return st || !x ? st : as_int(path, fld, x, min, INT64_MAX, out);
+}
+
+static int get_int32(const char *path, json_t *obj, const char *prefix,
+		     const char *key, int required, int min, int *out)
+{
+	char fld[FIELD_LEN];
+	json_t *x;
+	int st = member(path, obj, prefix, key, required, &x, fld);
+
+	return st || !x ? st : as_int32(path, fld, x, min, out);
+}
+
+/* A finite number >= 0; JSON integers count as numbers. */
+static int get_number(const char *path, json_t *obj, const char *prefix,
+		      const char *key, int required, double *out)
+{
+	char fld[FIELD_LEN];
+	json_t *x;
+	double d;
+	int st = member(path, obj, prefix, key, required, &x, fld);
+
+	if (st || !x)
+		return st;
+	if (!json_is_number(x))
+		return ap_err(AP_EINPUT, path, 0, "%s: expected a number, got %s", fld,
+			      json_kind(x));
+	d = json_number_value(x);
+	if (!(d >= 0) || !isfinite(d))
+		return ap_err(AP_EINPUT, path, 0,
+			      "%s: expected a non-negative number, got %g", fld, d);
+	*out = d;
+	return AP_OK;
+}
+
+/* A string that fits buf: a longer one is an error, never cut short. */
+static int get_string(const char *path, json_t *obj, const char *prefix,
+		      const char *key, int required, char *buf, size_t len)
+{
+	char fld[FIELD_LEN];
+	json_t *x;
+	const char *s;
+	int st = member(path, obj, prefix, key, required, &x, fld);
+
+	if (st || !x)
+		return st;
+	if (!json_is_string(x))
 		return ap_err(AP_EINPUT, path, 0, "%s: expected a string, got %s", fld,
-			      json_kind(v));
-	s = json_string_value(v);
+			      json_kind(x));
+	s = json_string_value(x);
 	if (strlen(s) >= len)
 		return ap_err(AP_EINPUT, path, 0,
 			      "%s: '%s' is too long (at most %zu characters)", fld, s,
@@ -344,44 +382,40 @@ static int as_string(const char *path, const char *fld, json_t *v, char *buf,
 
 /* An array of device or stage ids.  Ranges are checked by plan_validate(),
  * which knows the cluster; here only the type and the sign. */
-static int as_id_array(const char *path, const char *fld, json_t *v, int **out,
-		       int *n)
+static int get_ids(const char *path, json_t *obj, const char *prefix,
+		   const char *key, int required, int **out, int *n)
 {
-	char efld[FIELD_LEN];
+	char fld[FIELD_LEN], efld[FIELD_LEN + 24];
 	size_t len, i;
+	json_t *v;
 	int *a = NULL;
-	int st = AP_OK;
+	int st = member(path, obj, prefix, key, required, &v, fld);
 
-	if (!json_is_array(v)) {
-		st = ap_err(AP_EINPUT, path, 0, "%s: expected an array, got %s", fld,
-			    json_kind(v));
-		goto out;
-	}
+	if (st || !v)
+		return st;
+	if (!json_is_array(v))
+		return ap_err(AP_EINPUT, path, 0, "%s: expected an array, got %s", fld,
+			      json_kind(v));
 	len = json_array_size(v);
-	if (len > INT_MAX) {
-		st = ap_err(AP_EINPUT, path, 0, "%s: too many entries", fld);
-		goto out;
-	}
+	if (len > INT_MAX)
+		return ap_err(AP_EINPUT, path, 0, "%s: too many entries", fld);
 	if (len) {
 		a = malloc(len * sizeof *a);
-		if (!a) {
-			st = ap_err(AP_EFAIL, path, 0, "out of memory");
-			goto out;
-		}
+		if (!a)
+			return ap_err(AP_EFAIL, path, 0, "out of memory");
 	}
-	for (i = 0; i < len; i++) {
+	for (i = 0; i < len && !st; i++) {
 		snprintf(efld, sizeof efld, "%s[%zu]", fld, i);
 		st = as_int32(path, efld, json_array_get(v, i), 0, &a[i]);
-		if (st)
-			goto out;
+	}
+	if (st) {
+		free(a);
+		return st;
 	}
 	free(*out);
 	*out = a;
 	*n = (int)len;
-	a = NULL;
-out:
-	free(a);
-	return st;
+	return AP_OK;
 }
 
 static int read_search(const char *path, json_t *v, struct plan *p)
@@ -390,18 +424,17 @@ static int read_search(const char *path, json_t *v, struct plan *p)
 	const char *key;
 	json_t *x;
 	int64_t seed;
-	double val;
 	int st;
 
-	st = as_object(path, "search", v);
+	st = as_object(path, "search", v, NULL);
 	if (st)
 		return st;
 	json_object_foreach(v, key, x) {
 		field(fld, "search", key);
 		if (strcmp(key, "seconds") == 0) {
-			st = as_number(path, fld, x, &p->search_s);
+			st = get_number(path, v, "search", key, 1, &p->search_s);
 		} else if (strcmp(key, "seed") == 0) {
-			st = as_int(path, fld, x, 0, INT64_MAX, &seed);
+			st = get_int(path, v, "search", key, 1, 0, &seed);
 			if (!st)
 				p->seed = (uint64_t)seed;
 		} else if (!json_is_number(x)) {
@@ -414,9 +447,8 @@ static int read_search(const char *path, json_t *v, struct plan *p)
 				    fld, sizeof p->stat_name[0] - 1);
 		} else {
 			/* Statistics may be negative (a log-likelihood, a
-			 * difference), so no as_number() here. */
-			val = json_number_value(x);
-			st = plan_set_stat(p, key, val);
+			 * difference), so no get_number() here. */
+			st = plan_set_stat(p, key, json_number_value(x));
 		}
 		if (st)
 			return st;
@@ -428,34 +460,25 @@ static int read_schedule(const char *path, json_t *v, struct plan *p)
 {
 	static const char *const keys[] = { "kind", "microbatches", NULL };
 	char kind[32];
-	json_t *x;
 	int st;
 
-	st = as_object(path, "schedule", v);
+	st = as_object(path, "schedule", v, keys);
 	if (!st)
-		st = check_keys(path, "schedule", v, keys);
-	if (!st)
-		st = member(path, v, "schedule", "kind", 1, &x);
-	if (!st)
-		st = as_string(path, "schedule.kind", x, kind, sizeof kind);
+		st = get_string(path, v, "schedule", "kind", 1, kind, sizeof kind);
 	if (st)
 		return st;
 	if (sched_parse(kind, &p->sched))
 		return ap_err(AP_EINPUT, path, 0,
 			      "schedule.kind: unknown schedule '%s' (expected gpipe, 1f1b or 1f1b-async)",
 			      kind);
-	st = member(path, v, "schedule", "microbatches", 1, &x);
-	if (!st)
-		st = as_int32(path, "schedule.microbatches", x, 1, &p->microbatches);
-	return st;
+	return get_int32(path, v, "schedule", "microbatches", 1, 1, &p->microbatches);
 }
 
 static int read_stages(const char *path, json_t *v, struct plan *p)
 {
 	static const char *const keys[] = { "id", "devices", "next", NULL };
-	char pre[FIELD_LEN], fld[FIELD_LEN];
+	char pre[FIELD_LEN];
 	size_t n;
-	json_t *s, *x;
 	int st = AP_OK;
 
 	if (!json_is_array(v))
@@ -470,34 +493,22 @@ static int read_stages(const char *path, json_t *v, struct plan *p)
 	if (!p->stages)
 		return ap_err(AP_EFAIL, path, 0, "out of memory");
 	p->nstages = (int)n;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !st; i++) {
 		struct plan_stage *ps = &p->stages[i];
+		json_t *s = json_array_get(v, i);
 
 		snprintf(pre, sizeof pre, "stages[%zu]", i);
-		s = json_array_get(v, i);
-		st = as_object(path, pre, s);
+		st = as_object(path, pre, s, keys);
 		if (!st)
-			st = check_keys(path, pre, s, keys);
+			st = get_int32(path, s, pre, "id", 1, 0, &ps->id);
 		if (!st)
-			st = member(path, s, pre, "id", 1, &x);
-		if (!st)
-			st = as_int32(path, field(fld, pre, "id"), x, 0, &ps->id);
-		if (!st)
-			st = member(path, s, pre, "devices", 1, &x);
-		if (!st)
-			st = as_id_array(path, field(fld, pre, "devices"), x,
-					 &ps->devices, &ps->ndev);
+			st = get_ids(path, s, pre, "devices", 1, &ps->devices, &ps->ndev);
 		/* The last stage of a pipeline has nowhere to go: `next`
 		 * may be left out. */
 		if (!st)
-			st = member(path, s, pre, "next", 0, &x);
-		if (!st && x)
-			st = as_id_array(path, field(fld, pre, "next"), x, &ps->next,
-					 &ps->nnext);
-		if (st)
-			return st;
+			st = get_ids(path, s, pre, "next", 0, &ps->next, &ps->nnext);
 	}
-	return AP_OK;
+	return st;
 }
 
 static int read_degree(const char *path, const char *pre, json_t *v,
@@ -506,19 +517,15 @@ static int read_degree(const char *path, const char *pre, json_t *v,
 	char fld[FIELD_LEN];
 	const char *key;
 	json_t *x;
+	enum dim_kind d;
 	int st;
 
-	st = as_object(path, pre, v);
+	st = as_object(path, pre, v, NULL);
 	if (st)
 		return st;
 	json_object_foreach(v, key, x) {
-		int d;
-
-		for (d = 0; d < NDIMS; d++)
-			if (strcmp(key, dim_name((enum dim_kind)d)) == 0)
-				break;
 		field(fld, pre, key);
-		if (d == NDIMS)
+		if (dim_parse(key, &d))
 			return ap_err(AP_EINPUT, path, 0,
 				      "%s: unknown dim '%s' (expected n, c, h, w or l)",
 				      fld, key);
@@ -539,19 +546,16 @@ static int read_ops(const char *path, json_t *v, const struct graph *g,
 	char *seen = NULL;
 	int st;
 
-	st = as_object(path, "ops", v);
+	st = as_object(path, "ops", v, NULL);
 	if (st)
 		goto out;
-	p->ops = calloc(g->nops > 0 ? (size_t)g->nops : 1, sizeof *p->ops);
+	p->ops = ops_new(g);
 	seen = calloc(g->nops > 0 ? (size_t)g->nops : 1, 1);
 	if (!p->ops || !seen) {
 		st = ap_err(AP_EFAIL, path, 0, "out of memory");
 		goto out;
 	}
 	p->nops = g->nops;
-	for (int i = 0; i < g->nops; i++)
-		for (int d = 0; d < NDIMS; d++)
-			p->ops[i].degree[d] = 1;
 	json_object_foreach(v, name, o) {
 		int i = graph_find(g, name);
 		struct plan_op *po;
@@ -565,22 +569,15 @@ static int read_ops(const char *path, json_t *v, const struct graph *g,
 		}
 		po = &p->ops[i];
 		seen[i] = 1;
-		st = as_object(path, pre, o);
+		st = as_object(path, pre, o, keys);
 		if (!st)
-			st = check_keys(path, pre, o, keys);
+			st = get_int32(path, o, pre, "stage", 1, 0, &po->stage);
 		if (!st)
-			st = member(path, o, pre, "stage", 1, &x);
-		if (!st)
-			st = as_int32(path, field(fld, pre, "stage"), x, 0, &po->stage);
-		if (!st)
-			st = member(path, o, pre, "degree", 0, &x);
+			st = member(path, o, pre, "degree", 0, &x, fld);
 		if (!st && x)
-			st = read_degree(path, field(fld, pre, "degree"), x, po);
+			st = read_degree(path, fld, x, po);
 		if (!st)
-			st = member(path, o, pre, "devices", 1, &x);
-		if (!st)
-			st = as_id_array(path, field(fld, pre, "devices"), x,
-					 &po->devices, &po->ndev);
+			st = get_ids(path, o, pre, "devices", 1, &po->devices, &po->ndev);
 		if (st)
 			goto out;
 	}
@@ -601,22 +598,18 @@ static int read_predicted(const char *path, json_t *v, struct plan *p)
 {
 	static const char *const keys[] = { "iter_ms", "samples_per_s",
 					    "peak_mem_bytes", "bubble", NULL };
-	json_t *x;
+	const char *pre = "predicted";
 	int st;
 
-	st = as_object(path, "predicted", v);
+	st = as_object(path, pre, v, keys);
 	if (!st)
-		st = check_keys(path, "predicted", v, keys);
-	if (!st && (x = json_object_get(v, "iter_ms")))
-		st = as_number(path, "predicted.iter_ms", x, &p->pred_iter_ms);
-	if (!st && (x = json_object_get(v, "samples_per_s")))
-		st = as_number(path, "predicted.samples_per_s", x,
-			       &p->pred_samples_per_s);
-	if (!st && (x = json_object_get(v, "peak_mem_bytes")))
-		st = as_int(path, "predicted.peak_mem_bytes", x, 0, INT64_MAX,
-			    &p->pred_peak_mem_bytes);
-	if (!st && (x = json_object_get(v, "bubble")))
-		st = as_number(path, "predicted.bubble", x, &p->pred_bubble);
+		st = get_number(path, v, pre, "iter_ms", 0, &p->pred_iter_ms);
+	if (!st)
+		st = get_number(path, v, pre, "samples_per_s", 0, &p->pred_samples_per_s);
+	if (!st)
+		st = get_int(path, v, pre, "peak_mem_bytes", 0, 0, &p->pred_peak_mem_bytes);
+	if (!st)
+		st = get_number(path, v, pre, "bubble", 0, &p->pred_bubble);
 	return st;
 }
 
@@ -627,7 +620,7 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 		"format", "version", "model", "batch", "cluster", "profile",
 		"planner", "search", "schedule", "stages", "ops", "predicted", NULL
 	};
-	char format[64];
+	char format[64], fld[FIELD_LEN];
 	int64_t version;
 	json_t *x;
 	int st;
@@ -638,18 +631,14 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 			      json_kind(root));
 	/* format and version first: anything else in a file that is not a
 	 * version-1 plan would only give a misleading message. */
-	st = member(path, root, NULL, "format", 1, &x);
-	if (!st)
-		st = as_string(path, "format", x, format, sizeof format);
+	st = get_string(path, root, NULL, "format", 1, format, sizeof format);
 	if (st)
 		return st;
 	if (strcmp(format, PLAN_FORMAT) != 0)
 		return ap_err(AP_EINPUT, path, 0,
 			      "format: '%s' is not an autopar plan (expected '" PLAN_FORMAT "')",
 			      format);
-	st = member(path, root, NULL, "version", 1, &x);
-	if (!st)
-		st = as_int(path, "version", x, 1, INT64_MAX, &version);
+	st = get_int(path, root, NULL, "version", 1, 1, &version);
 	if (st)
 		return st;
 	if (version != PLAN_VERSION)
@@ -658,34 +647,31 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 			      (long long)version, PLAN_VERSION);
 	st = check_keys(path, NULL, root, keys);
 	if (!st)
-		st = member(path, root, NULL, "model", 1, &x);
+		st = get_string(path, root, NULL, "model", 1, p->model, sizeof p->model);
 	if (!st)
-		st = as_string(path, "model", x, p->model, sizeof p->model);
+		st = get_int(path, root, NULL, "batch", 1, 1, &p->batch);
 	if (!st)
-		st = member(path, root, NULL, "batch", 1, &x);
-	if (!st)
-		st = as_int(path, "batch", x, 1, INT64_MAX, &p->batch);
-	if (!st)
-		st = member(path, root, NULL, "cluster", 1, &x);
-	if (!st)
-		st = as_string(path, "cluster", x, p->cluster, sizeof p->cluster);
+		st = get_string(path, root, NULL, "cluster", 1, p->cluster,
+				sizeof p->cluster);
 	/* A hand-written plan need not say who made it or how. */
-	if (!st && (x = json_object_get(root, "profile")))
-		st = as_string(path, "profile", x, p->profile, sizeof p->profile);
-	if (!st && (x = json_object_get(root, "planner")))
-		st = as_string(path, "planner", x, p->planner, sizeof p->planner);
+	if (!st)
+		st = get_string(path, root, NULL, "profile", 0, p->profile,
+				sizeof p->profile);
+	if (!st)
+		st = get_string(path, root, NULL, "planner", 0, p->planner,
+				sizeof p->planner);
 	if (!st && (x = json_object_get(root, "search")))
 		st = read_search(path, x, p);
 	if (!st)
-		st = member(path, root, NULL, "schedule", 1, &x);
+		st = member(path, root, NULL, "schedule", 1, &x, fld);
 	if (!st)
 		st = read_schedule(path, x, p);
 	if (!st)
-		st = member(path, root, NULL, "stages", 1, &x);
+		st = member(path, root, NULL, "stages", 1, &x, fld);
 	if (!st)
 		st = read_stages(path, x, p);
 	if (!st)
-		st = member(path, root, NULL, "ops", 1, &x);
+		st = member(path, root, NULL, "ops", 1, &x, fld);
 	if (!st)
 		st = read_ops(path, x, g, p);
 	if (!st && (x = json_object_get(root, "predicted")))
@@ -724,147 +710,128 @@ out:
 
 /* --- writing ------------------------------------------------------------- */
 
-/* Adds v under key, or fails when v could not be made.  json_object_set_new
- * consumes v either way, so callers need no cleanup of their own. */
-static int put(json_t *obj, const char *key, json_t *v)
+/* Adds v to obj under key, or to the array obj when key is NULL, unless an
+ * earlier step failed (bad) or obj or v could not be made.  v is consumed
+ * either way, so a builder threads bad through its puts and frees nothing
+ * but what it returns. */
+static int put(int bad, json_t *obj, const char *key, json_t *v)
 {
-	return json_object_set_new(obj, key, v) ? -1 : 0;
+	if (bad || !obj || !v) {
+		json_decref(v);
+		return -1;
+	}
+	if (key)
+		return json_object_set_new(obj, key, v) ? -1 : 0;
+	return json_array_append_new(obj, v) ? -1 : 0;
+}
+
+/* What a builder returns: v, or NULL when a put into it failed. */
+static json_t *built(json_t *v, int bad)
+{
+	if (bad) {
+		json_decref(v);
+		return NULL;
+	}
+	return v;
 }
 
 static json_t *id_array(const int *a, int n)
 {
 	json_t *arr = json_array();
+	int bad = !arr;
 
-	for (int i = 0; arr && i < n; i++) {
-		if (json_array_append_new(arr, json_integer(a[i]))) {
-			json_decref(arr);
-			return NULL;
-		}
-	}
-	return arr;
+	for (int i = 0; !bad && i < n; i++)
+		bad = put(bad, arr, NULL, json_integer(a[i]));
+	return built(arr, bad);
 }
 
 static json_t *build_stages(const struct plan *p)
 {
 	json_t *arr = json_array();
+	int bad = !arr;
 
-	for (int s = 0; arr && s < p->nstages; s++) {
+	for (int s = 0; !bad && s < p->nstages; s++) {
 		const struct plan_stage *ps = &p->stages[s];
 		json_t *o = json_object();
-		int bad = !o;
 
-		bad = bad || put(o, "id", json_integer(ps->id));
-		bad = bad || put(o, "devices", id_array(ps->devices, ps->ndev));
-		bad = bad || put(o, "next", id_array(ps->next, ps->nnext));
-		if (bad || json_array_append_new(arr, o)) {
-			if (bad)
-				json_decref(o);
-			json_decref(arr);
-			return NULL;
-		}
+		bad = put(bad, o, "id", json_integer(ps->id));
+		bad = put(bad, o, "devices", id_array(ps->devices, ps->ndev));
+		bad = put(bad, o, "next", id_array(ps->next, ps->nnext));
+		bad = put(bad, arr, NULL, o);
 	}
-	return arr;
+	return built(arr, bad);
 }
 
 static json_t *build_ops(const struct plan *p, const struct graph *g)
 {
 	json_t *ops = json_object();
+	int bad = !ops;
 
-	for (int i = 0; ops && i < g->nops; i++) {
+	for (int i = 0; !bad && i < g->nops; i++) {
 		const struct plan_op *po = &p->ops[i];
 		const struct op *op = &g->ops[i];
 		json_t *o = json_object(), *deg = json_object();
-		int bad = !o || !deg;
 
 		/* The dims the op has, so a reader sees at a glance what
 		 * could have been split; a degree on a missing dim is kept
 		 * so that plan_validate() can complain about it later. */
-		for (int d = 0; !bad && d < NDIMS; d++)
+		for (int d = 0; d < NDIMS; d++)
 			if (shape_dim(&op->out, (enum dim_kind)d) >= 0 ||
 			    po->degree[d] != 1)
-				bad = put(deg, dim_name((enum dim_kind)d),
+				bad = put(bad, deg, dim_name((enum dim_kind)d),
 					  json_integer(po->degree[d]));
-		bad = bad || put(o, "stage", json_integer(po->stage));
-		if (!bad) {
-			bad = put(o, "degree", deg);
-			deg = NULL;
-		}
-		bad = bad || put(o, "devices", id_array(po->devices, po->ndev));
-		if (!bad) {
-			bad = put(ops, op->name, o);
-			o = NULL;
-		}
-		json_decref(deg);
-		json_decref(o);
-		if (bad) {
-			json_decref(ops);
-			return NULL;
-		}
+		bad = put(bad, o, "stage", json_integer(po->stage));
+		bad = put(bad, o, "degree", deg);
+		bad = put(bad, o, "devices", id_array(po->devices, po->ndev));
+		bad = put(bad, ops, op->name, o);
 	}
-	return ops;
+	return built(ops, bad);
 }
 
 static json_t *build_root(const struct plan *p, const struct graph *g)
 {
 	json_t *root = json_object(), *search = json_object();
-	json_t *sched = json_object(), *pred = NULL;
-	int bad = !root || !search || !sched;
+	json_t *sched = json_object(), *pred;
+	int bad = 0;
 
-	bad = bad || put(root, "format", json_string(PLAN_FORMAT));
-	bad = bad || put(root, "version", json_integer(PLAN_VERSION));
-	bad = bad || put(root, "model", json_string(p->model));
-	bad = bad || put(root, "batch", json_integer(p->batch));
-	bad = bad || put(root, "cluster", json_string(p->cluster));
-	bad = bad || put(root, "profile", json_string(p->profile));
-	bad = bad || put(root, "planner", json_string(p->planner));
+	bad = put(bad, root, "format", json_string(PLAN_FORMAT));
+	bad = put(bad, root, "version", json_integer(PLAN_VERSION));
+	bad = put(bad, root, "model", json_string(p->model));
+	bad = put(bad, root, "batch", json_integer(p->batch));
+	bad = put(bad, root, "cluster", json_string(p->cluster));
+	bad = put(bad, root, "profile", json_string(p->profile));
+	bad = put(bad, root, "planner", json_string(p->planner));
 
-	bad = bad || put(search, "seconds", json_real(p->search_s));
-	bad = bad || put(search, "seed", json_integer((json_int_t)p->seed));
-	for (int i = 0; !bad && i < p->nstats; i++)
-		bad = put(search, p->stat_name[i], json_real(p->stat_value[i]));
-	if (!bad) {
-		bad = put(root, "search", search);
-		search = NULL;
-	}
+	bad = put(bad, search, "seconds", json_real(p->search_s));
+	bad = put(bad, search, "seed", json_integer((json_int_t)p->seed));
+	for (int i = 0; i < p->nstats; i++)
+		bad = put(bad, search, p->stat_name[i], json_real(p->stat_value[i]));
+	bad = put(bad, root, "search", search);
 
-	bad = bad || put(sched, "kind", json_string(sched_name(p->sched)));
-	bad = bad || put(sched, "microbatches", json_integer(p->microbatches));
-	if (!bad) {
-		bad = put(root, "schedule", sched);
-		sched = NULL;
-	}
-	bad = bad || put(root, "stages", build_stages(p));
-	bad = bad || put(root, "ops", build_ops(p, g));
+	bad = put(bad, sched, "kind", json_string(sched_name(p->sched)));
+	bad = put(bad, sched, "microbatches", json_integer(p->microbatches));
+	bad = put(bad, root, "schedule", sched);
+	bad = put(bad, root, "stages", build_stages(p));
+	bad = put(bad, root, "ops", build_ops(p, g));
 
 	/* Only what the simulator filled in; a fresh plan has no
 	 * "predicted" at all. */
-	if (!bad && (p->pred_iter_ms >= 0 || p->pred_samples_per_s >= 0 ||
-		     p->pred_peak_mem_bytes >= 0 || p->pred_bubble >= 0)) {
+	if (p->pred_iter_ms >= 0 || p->pred_samples_per_s >= 0 ||
+	    p->pred_peak_mem_bytes >= 0 || p->pred_bubble >= 0) {
 		pred = json_object();
-		bad = !pred;
-		if (!bad && p->pred_iter_ms >= 0)
-			bad = put(pred, "iter_ms", json_real(p->pred_iter_ms));
-		if (!bad && p->pred_samples_per_s >= 0)
-			bad = put(pred, "samples_per_s",
+		if (p->pred_iter_ms >= 0)
+			bad = put(bad, pred, "iter_ms", json_real(p->pred_iter_ms));
+		if (p->pred_samples_per_s >= 0)
+			bad = put(bad, pred, "samples_per_s",
 				  json_real(p->pred_samples_per_s));
-		if (!bad && p->pred_peak_mem_bytes >= 0)
-			bad = put(pred, "peak_mem_bytes",
+		if (p->pred_peak_mem_bytes >= 0)
+			bad = put(bad, pred, "peak_mem_bytes",
 				  json_integer(p->pred_peak_mem_bytes));
-		if (!bad && p->pred_bubble >= 0)
-			bad = put(pred, "bubble", json_real(p->pred_bubble));
-		if (!bad) {
-			bad = put(root, "predicted", pred);
-			pred = NULL;
-		}
+		if (p->pred_bubble >= 0)
+			bad = put(bad, pred, "bubble", json_real(p->pred_bubble));
+		bad = put(bad, root, "predicted", pred);
 	}
-	json_decref(search);
-	json_decref(sched);
-	json_decref(pred);
-	if (bad) {
-		json_decref(root);
-		return NULL;
-	}
-	return root;
+	return built(root, bad);
 }
 
 struct write_ctx {

@@ -15,6 +15,11 @@
 #include "cluster.h"
 #include "graph.h"
 
+/* Size of the name fields, NUL included: a cluster may be named by an
+ * inline spec such as "4x4:v100,intra=450GB/s,inter=400GB/s,intra_lat=2us,
+ * inter_lat=2us". */
+#define PLAN_NAME_LEN 128
+
 enum sched_kind {
 	SCHED_GPIPE,      /* fill-drain */
 	SCHED_1F1B,       /* synchronous 1F1B, PipeDream-Flush */
@@ -35,7 +40,9 @@ struct plan_op {
 };
 
 struct plan {
-	char model[64], cluster[64], profile[64], planner[64];
+	/* plan_read() refuses a longer name rather than cut it. */
+	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN];
+	char profile[PLAN_NAME_LEN], planner[PLAN_NAME_LEN];
 	int64_t batch;
 	/* search statistics: seconds, seed, and planner-specific numbers */
 	double search_s;
@@ -73,21 +80,24 @@ int plan_set_devices(int **dst, int *ndst, const int *src, int n);
  * "profile", "planner", "search", "predicted", a stage's "next" and an op's
  * "degree" (and any dim in it) may be left out.  Syntax errors read
  * "path:LINE: message"; schema errors "path: FIELD: message" with the field
- * as a path (ops.fc1.degree.c).  On failure p is left empty (plan_init). */
+ * as a path (ops.fc1.degree.c).  A name longer than PLAN_NAME_LEN - 1
+ * characters is an error, not cut short.  On failure p is left empty
+ * (plan_init). */
 int plan_read(const char *path, const struct graph *g, struct plan *p);
 /* Writes atomically, pretty-printed, ops in graph order. */
 int plan_write(const struct plan *p, const struct graph *g, const char *path);
 
-/* Checks against the model and the cluster: the plan's batch is g's and the
- * micro-batches divide it; stage ids are 0..nstages-1, each stage has
- * devices of the cluster, `next` names stages and forms a DAG; per op:
- * degrees >= 1, > 1 only on dims the op has and its split mask allows, each
- * dividing its dim (n: the micro-batch), ndev = product of the degrees,
- * device ids exist, are distinct and belong to the op's stage; every edge of
- * the graph goes from a stage to itself or one reachable along `next`.  When
- * c->mem_bytes > 0, each device's parameter shards x 3 (weights, gradients,
- * momentum) must fit it; activations are the simulator's to check.  The
- * first failure is reported naming path and the field; AP_EINPUT. */
+/* Checks against the model and the cluster (plan_check.c): the plan's
+ * batch is g's and the micro-batches divide it; stage ids are
+ * 0..nstages-1, each stage has devices of the cluster, `next` names stages
+ * and forms a DAG; per op: degrees >= 1, > 1 only on dims the op has and
+ * its split mask allows, each dividing its dim (n: the micro-batch), ndev =
+ * product of the degrees, device ids exist, are distinct and belong to the
+ * op's stage; every edge of the graph goes from a stage to itself or one
+ * reachable along `next`.  When c->mem_bytes > 0, each device's parameter
+ * shards x 3 (weights, gradients, momentum) must fit it; activations are
+ * the simulator's to check.  The first failure is reported naming path and
+ * the field; AP_EINPUT. */
 int plan_validate(const struct plan *p, const struct graph *g,
 		  const struct cluster *c, const char *path);
 

@@ -93,21 +93,21 @@ static int check_devices(struct vctx *v, const char *fld, const int *dev, int n,
 }
 
 /* Depth-first search over `next` with an explicit path, so a cycle can be
- * reported as the stages it runs through. */
-static int check_acyclic(struct vctx *v)
+ * reported as the stages it runs through.  A stage finishes after every
+ * stage it leads to, so its row of v->reach is theirs plus themselves. */
+static int check_dag(struct vctx *v)
 {
 	const struct plan *p = v->p;
 	int n = p->nstages;
-	int *colour = calloc((size_t)n, sizeof *colour);
-	int *stack = malloc((size_t)n * sizeof *stack);
-	int *iter = calloc((size_t)n, sizeof *iter);
+	/* Per stage: 0 unseen, 1 on the path, 2 finished; its slot on the
+	 * path; how many of its `next` have been followed. */
+	int *colour = calloc(3 * (size_t)n, sizeof *colour);
+	int *stack = colour + n, *iter = colour + 2 * n;
 	int st = AP_OK;
 
-	if (!colour || !stack || !iter) {
-		st = ap_err(AP_EFAIL, v->path, 0, "out of memory");
-		goto out;
-	}
-	for (int root = 0; root < n; root++) {
+	if (!colour)
+		return ap_err(AP_EFAIL, v->path, 0, "out of memory");
+	for (int root = 0; root < n && !st; root++) {
 		int top = 0;
 
 		if (colour[root])
@@ -117,8 +117,15 @@ static int check_acyclic(struct vctx *v)
 		while (top > 0) {
 			int s = stack[top - 1], t;
 			const struct plan_stage *ps = &p->stages[s];
+			unsigned char *row = v->reach + (size_t)s * n;
 
 			if (iter[s] == ps->nnext) {
+				for (int k = 0; k < ps->nnext; k++) {
+					t = v->pos[ps->next[k]];
+					row[t] = 1;
+					for (int b = 0; b < n; b++)
+						row[b] |= v->reach[(size_t)t * n + b];
+				}
 				colour[s] = 2;
 				top--;
 				continue;
@@ -142,14 +149,11 @@ static int check_acyclic(struct vctx *v)
 				st = ap_err(AP_EINPUT, v->path, 0,
 					    "stages[%d].next: stages form a cycle %s (expected a DAG)",
 					    s, cyc);
-				goto out;
+				break;
 			}
 		}
 	}
-out:
 	free(colour);
-	free(stack);
-	free(iter);
 	return st;
 }
 
@@ -158,52 +162,35 @@ static int check_stages(struct vctx *v)
 	const struct plan *p = v->p;
 	char fld[64];
 	int n = p->nstages;
-	int *todo = NULL;
-	int st = AP_OK;
+	int st;
 
-	if (n < 1) {
-		st = ap_err(AP_EINPUT, v->path, 0, "stages: expected at least one stage");
-		goto out;
-	}
-	v->pos = malloc((size_t)n * sizeof *v->pos);
-	v->reach = calloc((size_t)n * (size_t)n, 1);
-	v->member = calloc((size_t)n * (size_t)v->ndev, 1);
-	todo = malloc((size_t)n * sizeof *todo);
-	if (!v->pos || !v->reach || !v->member || !todo) {
-		st = ap_err(AP_EFAIL, v->path, 0, "out of memory");
-		goto out;
-	}
+	if (n < 1)
+		return ap_err(AP_EINPUT, v->path, 0, "stages: expected at least one stage");
 	for (int s = 0; s < n; s++)
 		v->pos[s] = -1;
 	for (int s = 0; s < n; s++) {
 		int id = p->stages[s].id;
 
-		if (id < 0 || id >= n) {
-			st = ap_err(AP_EINPUT, v->path, 0,
-				    "stages[%d].id: %d is out of range (expected 0..%d, one id per stage)",
-				    s, id, n - 1);
-			goto out;
-		}
-		if (v->pos[id] >= 0) {
-			st = ap_err(AP_EINPUT, v->path, 0,
-				    "stages[%d].id: stage %d is already stages[%d]",
-				    s, id, v->pos[id]);
-			goto out;
-		}
+		if (id < 0 || id >= n)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "stages[%d].id: %d is out of range (expected 0..%d, one id per stage)",
+				      s, id, n - 1);
+		if (v->pos[id] >= 0)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "stages[%d].id: stage %d is already stages[%d]",
+				      s, id, v->pos[id]);
 		v->pos[id] = s;
 	}
 	for (int s = 0; s < n; s++) {
 		const struct plan_stage *ps = &p->stages[s];
 
-		if (ps->ndev < 1) {
-			st = ap_err(AP_EINPUT, v->path, 0,
-				    "stages[%d].devices: expected at least one device", s);
-			goto out;
-		}
+		if (ps->ndev < 1)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "stages[%d].devices: expected at least one device", s);
 		snprintf(fld, sizeof fld, "stages[%d].devices", s);
 		st = check_devices(v, fld, ps->devices, ps->ndev, -1, "");
 		if (st)
-			goto out;
+			return st;
 		for (int k = 0; k < ps->ndev; k++)
 			v->member[(size_t)s * v->ndev + ps->devices[k]] = 1;
 		for (int k = 0; k < ps->nnext; k++) {
@@ -211,42 +198,15 @@ static int check_stages(struct vctx *v)
 
 			snprintf(fld, sizeof fld, "stages[%d].next[%d]", s, k);
 			st = check_stage_id(v, fld, t);
-			if (st)
-				goto out;
-			for (int j = 0; j < k; j++) {
-				if (ps->next[j] == t) {
+			for (int j = 0; j < k && !st; j++)
+				if (ps->next[j] == t)
 					st = ap_err(AP_EINPUT, v->path, 0,
 						    "%s: stage %d is listed twice", fld, t);
-					goto out;
-				}
-			}
+			if (st)
+				return st;
 		}
 	}
-	st = check_acyclic(v);
-	if (st)
-		goto out;
-	/* Reachability by a walk from every stage; plans have few stages. */
-	for (int a = 0; a < n; a++) {
-		unsigned char *row = v->reach + (size_t)a * n;
-		int top = 0;
-
-		todo[top++] = a;
-		while (top > 0) {
-			const struct plan_stage *ps = &p->stages[todo[--top]];
-
-			for (int k = 0; k < ps->nnext; k++) {
-				int t = v->pos[ps->next[k]];
-
-				if (!row[t]) {
-					row[t] = 1;
-					todo[top++] = t;
-				}
-			}
-		}
-	}
-out:
-	free(todo);
-	return st;
+	return check_dag(v);
 }
 
 static void mask_format(unsigned mask, char *buf, size_t len)
@@ -375,15 +335,13 @@ static int64_t param_shard_bytes(const struct op *op, const struct plan_op *po)
 static int check_memory(struct vctx *v)
 {
 	const struct graph *g = v->g;
-	int64_t *need = calloc((size_t)v->ndev, sizeof *need);
-	int64_t *big = calloc((size_t)v->ndev, sizeof *big);
-	int *big_op = calloc((size_t)v->ndev, sizeof *big_op);
+	/* Per device: bytes needed, and its largest shard for the message. */
+	struct { int64_t need, big; int big_op; } *dev;
 	int st = AP_OK;
 
-	if (!need || !big || !big_op) {
-		st = ap_err(AP_EFAIL, v->path, 0, "out of memory");
-		goto out;
-	}
+	dev = calloc((size_t)v->ndev, sizeof *dev);
+	if (!dev)
+		return ap_err(AP_EFAIL, v->path, 0, "out of memory");
 	for (int i = 0; i < g->nops; i++) {
 		const struct plan_op *po = &v->p->ops[i];
 		int64_t b = param_shard_bytes(&g->ops[i], po);
@@ -391,27 +349,21 @@ static int check_memory(struct vctx *v)
 		for (int k = 0; k < po->ndev; k++) {
 			int d = po->devices[k];
 
-			need[d] += 3 * b;
-			if (b > big[d]) {
-				big[d] = b;
-				big_op[d] = i;
+			dev[d].need += 3 * b;
+			if (b > dev[d].big) {
+				dev[d].big = b;
+				dev[d].big_op = i;
 			}
 		}
 	}
-	for (int d = 0; d < v->ndev; d++) {
-		if (need[d] <= v->c->mem_bytes)
-			continue;
-		st = ap_err(AP_EINPUT, v->path, 0,
-			    "device %d: weights, gradients and momentum need %lld bytes (3 x %lld; largest: 'ops.%s', %lld bytes) but cluster '%s' has %lld bytes per device",
-			    d, (long long)need[d], (long long)(need[d] / 3),
-			    g->ops[big_op[d]].name, (long long)big[d], v->c->name,
-			    (long long)v->c->mem_bytes);
-		goto out;
-	}
-out:
-	free(need);
-	free(big);
-	free(big_op);
+	for (int d = 0; d < v->ndev && !st; d++)
+		if (dev[d].need > v->c->mem_bytes)
+			st = ap_err(AP_EINPUT, v->path, 0,
+				    "device %d: weights, gradients and momentum need %lld bytes (3 x %lld; largest: 'ops.%s', %lld bytes) but cluster '%s' has %lld bytes per device",
+				    d, (long long)dev[d].need, (long long)(dev[d].need / 3),
+				    g->ops[dev[d].big_op].name, (long long)dev[d].big,
+				    v->c->name, (long long)v->c->mem_bytes);
+	free(dev);
 	return st;
 }
 
@@ -419,21 +371,21 @@ int plan_validate(const struct plan *p, const struct graph *g,
 		  const struct cluster *c, const char *path)
 {
 	struct vctx v = { .p = p, .g = g, .c = c, .path = path ? path : "plan" };
+	size_t n = p->nstages > 0 ? (size_t)p->nstages : 1;
 	int st;
 
 	v.ndev = cluster_ndevices(c);
-	if (p->nops != g->nops) {
-		st = ap_err(AP_EINPUT, v.path, 0,
-			    "ops: the plan has %d operators but model '%s' has %d",
-			    p->nops, g->name, g->nops);
-		goto out;
-	}
-	if (v.ndev < 1) {
-		st = ap_err(AP_EINPUT, v.path, 0, "cluster '%s' has no devices", c->name);
-		goto out;
-	}
+	if (p->nops != g->nops)
+		return ap_err(AP_EINPUT, v.path, 0,
+			      "ops: the plan has %d operators but model '%s' has %d",
+			      p->nops, g->name, g->nops);
+	if (v.ndev < 1)
+		return ap_err(AP_EINPUT, v.path, 0, "cluster '%s' has no devices", c->name);
+	v.pos = malloc(n * sizeof *v.pos);
+	v.reach = calloc(n * n, 1);
+	v.member = calloc(n * (size_t)v.ndev, 1);
 	v.stamp = calloc((size_t)v.ndev, sizeof *v.stamp);
-	if (!v.stamp) {
+	if (!v.pos || !v.reach || !v.member || !v.stamp) {
 		st = ap_err(AP_EFAIL, v.path, 0, "out of memory");
 		goto out;
 	}

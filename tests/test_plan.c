@@ -1,10 +1,11 @@
 /*
- * Tests of core/plan.c: a plan survives a write and a read unchanged, the
- * validator accepts data-parallel and pipelined plans, and a table of broken
- * plans is refused with one message that names the file and the JSON field
- * at fault (or the line, for syntax errors).  Every plan here is for one
- * small model on a 2 x 2 V100 cluster, so expected numbers can be worked out
- * by hand from models/FORMAT.md.
+ * Tests of core/plan.c and core/plan_check.c: a plan survives a write and a
+ * read unchanged (long names included), the validator accepts
+ * data-parallel and pipelined plans, and a table of broken plans is refused
+ * with one message that names the file and the JSON field at fault (or the
+ * line, for syntax errors).  Every plan here is for one small model on a
+ * 2 x 2 V100 cluster, so expected numbers can be worked out by hand from
+ * models/FORMAT.md.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -451,6 +452,8 @@ struct bad {
 	" \"ln\": " PIPE_OP("1", ln_devs) ",\n"                              \
 	" \"fc2\": " PIPE_OP("1", "[2, 3]") ",\n"                            \
 	" \"l\": " PIPE_OP("1", "[2, 3]") "}"
+/* 66 characters: too long for the old 64-byte name fields. */
+#define LONG_SPEC "4x4:v100,intra=450GB/s,inter=400GB/s,intra_lat=2us,inter_lat=2us"
 #define HEAD                                                                 \
 	"{\n"                                                                \
 	"  \"format\": \"autopar-plan\",\n"                                  \
@@ -500,6 +503,8 @@ static const struct bad bad_plans[] = {
 	{ .name = "stage-type", .phase = READ, .op = "fc1",
 	  .op_json = "{\"stage\": \"zero\", \"devices\": [0]}",
 	  .want = { "ops.fc1.stage: ", "got a string" } },
+	{ .name = "name-too-long", .phase = READ, .cluster = LONG_SPEC "," LONG_SPEC,
+	  .want = { "cluster: ", "is too long (at most 127 characters)" } },
 	{ .name = "unknown-schedule", .phase = READ,
 	  .schedule = "{\"kind\": \"zigzag\", \"microbatches\": 1}",
 	  .want = { "schedule.kind: ", "'zigzag'" } },
@@ -679,6 +684,29 @@ static void test_bad_plans(void **state)
 	assert_int_equal(failed, 0);
 }
 
+/* Names up to PLAN_NAME_LEN - 1 characters (an inline cluster spec) come
+ * back whole; one character more is refused (bad_plans: name-too-long). */
+static void test_long_names(void **state)
+{
+	struct env *e = *state;
+	struct plan p, q;
+	char path[PATH_MAX];
+
+	plan_init(&p);
+	plan_init(&q);
+	make_dp(&p, &e->g, 4);
+	snprintf(p.cluster, sizeof p.cluster, "%s", LONG_SPEC);
+	assert_int_equal(strlen(p.cluster), strlen(LONG_SPEC));
+	memset(p.profile, 'p', sizeof p.profile - 1);
+	tmp_path(e, "long.json", path, sizeof path);
+	assert_int_equal(plan_write(&p, &e->g, path), AP_OK);
+	assert_int_equal(plan_read(path, &e->g, &q), AP_OK);
+	assert_plans_equal(&p, &q);
+	assert_int_equal(strlen(q.profile), PLAN_NAME_LEN - 1);
+	plan_release(&p);
+	plan_release(&q);
+}
+
 static void test_missing_file(void **state)
 {
 	struct env *e = *state;
@@ -702,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_validate_accepts),
 		cmocka_unit_test(test_memory_bound),
 		cmocka_unit_test(test_bad_plans),
+		cmocka_unit_test(test_long_names),
 		cmocka_unit_test(test_missing_file),
 	};
 
