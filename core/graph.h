@@ -165,6 +165,10 @@ void graph_totals(const struct graph *g, struct graph_totals *t);
 /* Consumers of every op, as CSR arrays (ofs has nops+1 entries). */
 int graph_consumers(const struct graph *g, int **ofs, int **idx);
 
+/* Whether input k of op shrinks along dim d when op's output is split
+ * along d (1), or every shard needs that dim of the input whole (0). */
+int op_input_follows(const struct op *op, int k, enum dim_kind d);
+
 /* A canonical signature of the shard of op `i` that runs when its output
  * dims are split by degree[] (indexed by enum dim_kind, 1 = not split):
  * kind, shard input and output shapes, and the attributes that change its

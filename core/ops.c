@@ -564,10 +564,9 @@ int graph_finalize_range(struct graph *g, int from, int to)
 	return AP_OK;
 }
 
-/* Does input k's dim d shrink with the output's split along d?  Reduced
- * dims (the c that a conv, linear, lstm, attention or norm contracts or
- * normalises over) stay whole in every shard. */
-static int input_follows(const struct op *op, int k, enum dim_kind d)
+/* Reduced dims (the c that a conv, linear, lstm, attention or norm
+ * contracts or normalises over) stay whole in every shard. */
+int op_input_follows(const struct op *op, int k, enum dim_kind d)
 {
 	if (d == DIM_N)
 		return 1;
@@ -597,7 +596,7 @@ static void shard_shape(const struct shape *s, const int degree[NDIMS],
 	struct shape t = *s;
 
 	for (int i = 0; i < t.rank; i++)
-		if (k < 0 || input_follows(op, k, t.kind[i]))
+		if (k < 0 || op_input_follows(op, k, t.kind[i]))
 			t.size[i] = (t.size[i] + degree[t.kind[i]] - 1) / degree[t.kind[i]];
 	shape_format(&t, buf, len);
 }
