@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,20 @@ static int set(const struct opt *o, const char *as, const char *val)
 		return AP_OK;
 	case OPT_LIST:
 		l->v[l->n++] = val;
+		return AP_OK;
+	case OPT_SECONDS:
+		errno = 0;
+		*(double *)o->dst = strtod(val, &end);
+		if (!*val || *end || errno || !(*(double *)o->dst >= 0) ||
+		    *(double *)o->dst > 1e9)
+			return ap_err(AP_EINPUT, as, 0, "'%s' is not a number of seconds", val);
+		return AP_OK;
+	case OPT_SEED:
+		errno = 0;
+		*(uint64_t *)o->dst = strtoull(val, &end, 10);
+		if (!*val || *end || errno || val[0] == '-' ||
+		    *(uint64_t *)o->dst > (uint64_t)INT64_MAX)
+			return ap_err(AP_EINPUT, as, 0, "'%s' is not a seed (0 to 2^63-1)", val);
 		return AP_OK;
 	}
 	return AP_EINPUT;

@@ -11,6 +11,8 @@ enum opt_type {
 	OPT_STR,     /* const char **: the value */
 	OPT_POS_INT, /* long long *: a positive integer */
 	OPT_LIST,    /* struct opt_list *: every value, in order */
+	OPT_SECONDS, /* double *: a non-negative number of seconds */
+	OPT_SEED,    /* uint64_t *: a non-negative integer */
 };
 
 struct opt_list {

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "datadir.h"
 #include "err.h"
+#include "load.h"
 #include "model_io.h"
 #include "plan.h"
 #include "profile.h"
@@ -19,7 +20,7 @@
 static int run(int argc, char **argv)
 {
 	const char *model = NULL, *cspec = NULL, *prof = NULL, *planf = NULL;
-	char path[4096], csv[4096];
+	char path[4096];
 	long long batch = 0;
 	struct graph g;
 	struct cluster cl;
@@ -52,8 +53,7 @@ static int run(int argc, char **argv)
 		       (long long)g.batch);
 	}
 	if (cspec) {
-		rc = cluster_resolve(cspec, datapath(csv, sizeof csv, "profiles/clusters.csv"),
-				     &cl);
+		rc = load_cluster(cspec, &cl);
 		if (rc)
 			goto out;
 		printf("cluster '%s': %d x %d %s: ok\n", cl.name, cl.nodes, cl.per_node,

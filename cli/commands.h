@@ -13,7 +13,12 @@ struct command {
 	int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 };
 
-extern const struct command cmd_version, cmd_models, cmd_clusters, cmd_profile,
-	cmd_check;
+extern const struct command cmd_version;
+extern const struct command cmd_models;
+extern const struct command cmd_clusters;
+extern const struct command cmd_planners;
+extern const struct command cmd_plan;
+extern const struct command cmd_check;
+extern const struct command cmd_profile;
 
 #endif

@@ -9,7 +9,13 @@
 #include "commands.h"
 
 static const struct command *const commands[] = {
-	&cmd_version, &cmd_models, &cmd_clusters, &cmd_profile, &cmd_check,
+	&cmd_version,
+	&cmd_models,
+	&cmd_clusters,
+	&cmd_planners,
+	&cmd_plan,
+	&cmd_check,
+	&cmd_profile,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,200 @@
+/*
+ * Every registered planner on a spread of models and clusters returns a
+ * plan that validates, and the baselines have the shape their definitions
+ * give: `single` one device, `dp` every op split by samples over all
+ * devices, `owt` convolutions by samples and fully-connected layers by
+ * features (Krizhevsky, arXiv 1404.5997).
+ */
+#include "testutil.h"
+
+#include "datadir.h"
+#include "err.h"
+#include "model_io.h"
+#include "planner.h"
+
+#include <sys/wait.h>
+
+static const char *const models[] = {
+	"mlp", "cnn_small", "branchy_small", "transformer_tiny", "alexnet", "vgg16",
+	"resnet50", "inception_v3", "gnmt", "dlrm", "pipedream/alexnet", "pipedream/gnmt",
+};
+static const char *const clusters[] = { "pipedream-a", "cpu-1x4", "2x3:v100", "summit-8x4" };
+
+static int make_plan(const struct planner *pl, const char *model, const char *cspec,
+		     struct graph *g, struct cluster *c, struct profile *p, struct plan *out)
+{
+	struct planner_input in;
+	int rc;
+
+	if (model_load(model, 0, g) != AP_OK)
+		fail_msg("%s: %s", model, ap_last_error());
+	assert_int_equal(cluster_resolve(cspec, NULL, c), AP_OK);
+	profile_init(p);
+	plan_init(out);
+	assert_int_equal(plan_alloc(out, g, 1), AP_OK);
+	in = (struct planner_input){ .g = g, .p = p, .c = c, .budget_s = 1, .seed = 1 };
+	rc = pl->plan(&in, out);
+	if (rc == AP_OK)
+		snprintf(out->cluster, sizeof out->cluster, "%s", c->name);
+	return rc;
+}
+
+/* A plan may be refused only because the replicated weights, gradients and
+ * momentum of some op's shards do not fit, and then they really do not. */
+static int refused_rightly(const struct graph *g, const struct cluster *c,
+			   const struct plan *pl)
+{
+	int64_t need = 0;
+
+	if (!strstr(ap_last_error(), "weights, gradients and momentum need"))
+		return 0;
+	for (int i = 0; i < g->nops; i++)
+		if (pl->ops[i].devices[0] == 0)
+			need += 3 * g->ops[i].params * BYTES_PER_ELEM / pl->ops[i].degree[DIM_C];
+	return need > c->mem_bytes;
+}
+
+static void test_every_plan_validates(void **state)
+{
+	(void)state;
+	ap_err_quiet(1);
+	for (int k = 0; k < nplanners; k++)
+		for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+			for (size_t c = 0; c < sizeof clusters / sizeof clusters[0]; c++) {
+				struct graph g;
+				struct cluster cl;
+				struct profile p;
+				struct plan pl;
+
+				if (make_plan(planners[k], models[m], clusters[c], &g, &cl, &p, &pl))
+					fail_msg("%s on %s/%s: %s", planners[k]->name, models[m],
+						 clusters[c], ap_last_error());
+				if (plan_validate(&pl, &g, &cl, "plan") != AP_OK &&
+				    !refused_rightly(&g, &cl, &pl))
+					fail_msg("%s on %s/%s: %s", planners[k]->name, models[m],
+						 clusters[c], ap_last_error());
+				plan_release(&pl);
+				graph_release(&g);
+			}
+	ap_err_quiet(0);
+}
+
+static void test_baseline_shapes(void **state)
+{
+	struct graph g;
+	struct cluster c;
+	struct profile p;
+	struct plan pl;
+	int linears = 0;
+
+	(void)state;
+	assert_int_equal(make_plan(planner_find("single"), "alexnet", "pipedream-a", &g, &c,
+				   &p, &pl), AP_OK);
+	for (int i = 0; i < g.nops; i++) {
+		assert_int_equal(pl.ops[i].ndev, 1);
+		assert_int_equal(pl.ops[i].devices[0], 0);
+	}
+	plan_release(&pl);
+	graph_release(&g);
+
+	/* 16 devices, batch 128: every op split 16 ways by samples */
+	assert_int_equal(make_plan(planner_find("dp"), "alexnet", "pipedream-a", &g, &c, &p,
+				   &pl), AP_OK);
+	for (int i = 0; i < g.nops; i++) {
+		assert_int_equal(pl.ops[i].degree[DIM_N], 16);
+		assert_int_equal(pl.ops[i].ndev, 16);
+	}
+	plan_release(&pl);
+	graph_release(&g);
+
+	/* a batch of 6 on 4 devices: dp uses the 3 that divide it */
+	assert_int_equal(make_plan(planner_find("dp"), "mlp", "cpu-1x4", &g, &c, &p, &pl),
+			 AP_OK);
+	assert_int_equal(graph_set_batch(&g, 6), AP_OK);
+	plan_release(&pl);
+	plan_init(&pl);
+	assert_int_equal(plan_alloc(&pl, &g, 1), AP_OK);
+	{
+		struct planner_input in = { .g = &g, .p = &p, .c = &c, .budget_s = 1 };
+
+		assert_int_equal(planner_find("dp")->plan(&in, &pl), AP_OK);
+	}
+	assert_int_equal(pl.ops[0].degree[DIM_N], 3);
+	assert_int_equal(pl.stages[0].ndev, 3);
+	plan_release(&pl);
+	graph_release(&g);
+
+	/* owt: convolutions by samples, fully-connected layers by features
+	 * over all 16 devices, their ReLUs and dropouts following them */
+	assert_int_equal(make_plan(planner_find("owt"), "alexnet", "pipedream-a", &g, &c, &p,
+				   &pl), AP_OK);
+	for (int i = 0; i < g.nops; i++) {
+		const struct op *op = &g.ops[i];
+
+		if (op->kind == OP_CONV2D) {
+			assert_int_equal(pl.ops[i].degree[DIM_N], 16);
+			assert_int_equal(pl.ops[i].degree[DIM_C], 1);
+		}
+		if (op->kind == OP_LINEAR) {
+			linears++;
+			assert_int_equal(pl.ops[i].degree[DIM_N], 1);
+			/* 4096 and 1000 output features: 16 and 10 shards */
+			assert_int_equal(pl.ops[i].degree[DIM_C],
+					 op->a.out == 1000 ? 10 : 16);
+		}
+		if (op->kind == OP_RELU && op->in[0] >= 0 &&
+		    g.ops[op->in[0]].kind == OP_LINEAR)
+			assert_int_equal(pl.ops[i].degree[DIM_C], pl.ops[op->in[0]].degree[DIM_C]);
+	}
+	assert_int_equal(linears, 3);
+	plan_release(&pl);
+	graph_release(&g);
+}
+
+static void test_registry(void **state)
+{
+	(void)state;
+	assert_non_null(planner_find("dp"));
+	assert_null(planner_find("nosuch"));
+	for (int i = 0; i < nplanners; i++) {
+		assert_non_null(planners[i]->description);
+		assert_non_null(planners[i]->anchor);
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(planners[i]->name, planners[j]->name);
+	}
+	assert_int_equal(largest_divisor(128, 16), 16);
+	assert_int_equal(largest_divisor(1000, 16), 10);
+	assert_int_equal(largest_divisor(7, 4), 1);
+}
+
+/* The command writes a plan that reads back and validates. */
+static void test_command(void **state)
+{
+	const char *bin = getenv("AUTOPAR_BIN");
+	char cmd[2048];
+
+	(void)state;
+	if (!bin || !*bin)
+		skip();
+	snprintf(cmd, sizeof cmd, "'%s' plan -m cnn_small -c cpu-1x4 -P owt -o '%s/p.json' "
+		 ">/dev/null && '%s' check -m cnn_small -c cpu-1x4 '%s/p.json' >/dev/null",
+		 bin, tmp_dir(), bin, tmp_dir());
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "'%s' plan -m cnn_small -c cpu-1x4 -P nosuch -o '%s/q.json' "
+		 "2>/dev/null", bin, tmp_dir());
+	assert_int_equal(WEXITSTATUS(system(cmd)), 2);
+	snprintf(cmd, sizeof cmd, "%s/q.json", tmp_dir());
+	assert_int_not_equal(access(cmd, F_OK), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_plan_validates),
+		cmocka_unit_test(test_baseline_shapes),
+		cmocka_unit_test(test_registry),
+		cmocka_unit_test(test_command),
+	};
+
+	return cmocka_run_group_tests_name("planners", tests, NULL, NULL);
+}
