@@ -12,7 +12,7 @@ SAN      ?=
 
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wvla -Wshadow
 OPT      ?= -O2 -g
-CFLAGS   := $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Icore -Iplanners -Iruntime
+CFLAGS   := $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Icore -Iplanners -Iruntime -Ibench
 CFLAGS   += -DAUTOPAR_DATADIR='"$(PREFIX)/share/autopar"'
 LDLIBS   := -lglpk -ljansson -lcsv -lm
 
@@ -56,10 +56,12 @@ endif
 # --- sources ----------------------------------------------------------------
 CORE_SRC := $(wildcard core/*.c)
 PLAN_SRC := $(wildcard planners/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 
-LIB_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(PLAN_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
+LIB_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(PLAN_SRC:%.c=$(BUILD)/%.o) \
+            $(BENCH_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libautopar.a
 BIN      := bin/autopar

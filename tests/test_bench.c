@@ -1,0 +1,104 @@
+/*
+ * Benchmark matrices: blocks expand to the cross product of their lists in
+ * a fixed order, and malformed matrices are refused with file:line.
+ */
+#include "testutil.h"
+
+#include "err.h"
+#include "matrix.h"
+#include "planner.h"
+
+static void test_expand(void **state)
+{
+	struct matrix m;
+	const char *path = tmp_write("m.matrix",
+				     "# two blocks\n"
+				     "models mlp cnn_small\n"
+				     "batch 0 64\n"
+				     "clusters cpu-1x2 2x2:v100 # inline specs too\n"
+				     "planners dp owt\n"
+				     "seeds 1 2 3\n"
+				     "budget 0.5\n"
+				     "end\n\n"
+				     "models alexnet\nclusters pipedream-a\nplanners all\nend\n");
+
+	(void)state;
+	if (matrix_read(path, &m) != AP_OK)
+		fail_msg("%s", ap_last_error());
+	assert_int_equal(m.ncells, 2 * 2 * 2 * 3 * 2 + nplanners);
+	/* planners vary fastest, then seeds, clusters, batches, models */
+	assert_string_equal(m.cells[0].planner, "dp");
+	assert_string_equal(m.cells[1].planner, "owt");
+	assert_int_equal(m.cells[2].seed, 2);
+	assert_string_equal(m.cells[6].cluster, "2x2:v100");
+	assert_int_equal(m.cells[12].batch, 64);
+	assert_string_equal(m.cells[24].model, "cnn_small");
+	assert_true(m.cells[0].budget_s == 0.5);
+	/* the second block has the defaults */
+	assert_int_equal(m.cells[48].batch, 0);
+	assert_int_equal(m.cells[48].seed, 1);
+	assert_true(m.cells[48].budget_s == 10);
+	assert_string_equal(m.cells[48].planner, planners[0]->name);
+	matrix_release(&m);
+}
+
+static void test_shipped_matrix(void **state)
+{
+	struct matrix m;
+	char path[4096];
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/bench/default.matrix", getenv("AUTOPAR_DATA"));
+	if (access(path, F_OK) != 0)
+		skip();
+	if (matrix_read(path, &m) != AP_OK)
+		fail_msg("%s", ap_last_error());
+	assert_true(m.ncells > 0);
+	matrix_release(&m);
+}
+
+static void test_malformed(void **state)
+{
+	static const struct {
+		const char *text;
+		int line;
+		const char *msg;
+	} bad[] = {
+		{ "models mlp\nclusters cpu-1x2\nplanners nosuch\nend\n", 3, "unknown planner" },
+		{ "models mlp\nclusters cpu-1x2\nend\n", 1, "needs 'models'" },
+		{ "models mlp\nclusters cpu-1x2\nplanners dp\n", 3, "no 'end'" },
+		{ "end\n", 1, "without a block" },
+		{ "models\n", 1, "at least one value" },
+		{ "modles mlp\n", 1, "unknown key 'modles'" },
+		{ "models mlp\nbatch -4\n", 2, "batch '-4'" },
+		{ "models mlp\nseeds x\n", 2, "seed 'x'" },
+		{ "models mlp\nbudget 1 2\n", 2, "budget SECONDS" },
+		{ "models mlp\nclusters c\nplanners dp\nend x\n", 4, "'end' takes nothing" },
+	};
+	char want[600];
+
+	(void)state;
+	ap_err_quiet(1);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		const char *path = tmp_write("bad.matrix", bad[i].text);
+		struct matrix m;
+
+		assert_int_equal(matrix_read(path, &m), AP_EINPUT);
+		snprintf(want, sizeof want, "%s:%d: ", path, bad[i].line);
+		if (strncmp(ap_last_error(), want, strlen(want)) ||
+		    !strstr(ap_last_error(), bad[i].msg))
+			fail_msg("case %zu: got \"%s\"", i, ap_last_error());
+	}
+	ap_err_quiet(0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_shipped_matrix),
+		cmocka_unit_test(test_malformed),
+	};
+
+	return cmocka_run_group_tests_name("bench", tests, NULL, NULL);
+}
