@@ -7,6 +7,7 @@
 #include "err.h"
 #include "matrix.h"
 #include "planner.h"
+#include "results.h"
 
 static void test_expand(void **state)
 {
@@ -92,12 +93,71 @@ static void test_malformed(void **state)
 	ap_err_quiet(0);
 }
 
+static void add(struct results *t, const char *planner, double sps, int ok)
+{
+	struct bench_row r;
+
+	bench_row_init(&r);
+	snprintf(r.model, sizeof r.model, "alexnet");
+	snprintf(r.cluster, sizeof r.cluster, "pipedream-a");
+	snprintf(r.profile, sizeof r.profile, "v100-analytic");
+	snprintf(r.planner, sizeof r.planner, "%s", planner);
+	r.batch = 128;
+	r.seed = 1;
+	r.budget_s = 5;
+	r.ok = ok;
+	r.pred_samples_s = sps;
+	r.search_s = 0.25;
+	if (!ok)
+		snprintf(r.error, sizeof r.error, "does not fit, \"quoted\"");
+	assert_int_equal(results_add(t, &r), AP_OK);
+}
+
+/* Rows round-trip through the CSV, empty numbers stay empty, failed rows
+ * keep their reason, and speedups are over the dp row of the same cell. */
+static void test_results(void **state)
+{
+	struct results t = { 0 }, u;
+	const char *path = tmp_write("bench.csv", "");
+
+	(void)state;
+	add(&t, "dp", 1000, 1);
+	add(&t, "owt", 1500, 1);
+	add(&t, "single", NAN, 0);
+	results_speedups(&t);
+	assert_true(t.rows[0].speedup_vs_dp == 1);
+	assert_true(t.rows[1].speedup_vs_dp == 1.5);
+	assert_true(isnan(t.rows[2].speedup_vs_dp));
+	assert_int_equal(results_write(path, &t), AP_OK);
+	assert_int_equal(results_read(path, &u), AP_OK);
+	assert_int_equal(u.n, 3);
+	assert_int_equal(results_find(&u, "alexnet", 128, "pipedream-a", "owt", 1), 1);
+	assert_int_equal(results_find(&u, "alexnet", 128, "pipedream-a", "owt", 2), -1);
+	assert_true(u.rows[1].speedup_vs_dp == 1.5);
+	assert_true(u.rows[1].search_s == 0.25);
+	assert_true(isnan(u.rows[1].bound_ms));
+	assert_false(u.rows[2].ok);
+	assert_string_equal(u.rows[2].error, "does not fit, \"quoted\"");
+	results_release(&t);
+	results_release(&u);
+	/* a missing file is an empty table; a malformed one names its line */
+	assert_int_equal(results_read("/nonexistent/bench.csv", &u), AP_OK);
+	assert_int_equal(u.n, 0);
+	ap_err_quiet(1);
+	path = tmp_write("bad.csv", RESULTS_HEADER "\n"
+			 "alexnet,128,pipedream-a,v100,dp,1,5,maybe,,,,,,,,,,,\n");
+	assert_int_equal(results_read(path, &u), AP_EINPUT);
+	assert_non_null(strstr(ap_last_error(), "bad.csv:2: status 'maybe'"));
+	ap_err_quiet(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_shipped_matrix),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_results),
 	};
 
 	return cmocka_run_group_tests_name("bench", tests, NULL, NULL);

@@ -1,0 +1,187 @@
+/*
+ * Reading, updating and writing the results CSV (results.h).
+ */
+#include "results.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "csvio.h"
+#include "datadir.h"
+#include "err.h"
+
+static const char *const cols[] = {
+	"model", "batch", "cluster", "profile", "planner", "seed", "budget_s", "status",
+	"search_s", "pred_iter_ms", "pred_samples_s", "peak_mem_bytes", "bubble",
+	"planner_est_ms", "bound_ms", "gap", "measured_samples_s", "speedup_vs_dp", "error",
+};
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+#define NUM_FIRST 8 /* cols[8..17] are the optional numbers, in row order */
+
+static double *num_field(struct bench_row *r, int k)
+{
+	double *f[] = { &r->search_s, &r->pred_iter_ms, &r->pred_samples_s,
+			&r->peak_mem_bytes, &r->bubble, &r->planner_est_ms, &r->bound_ms,
+			&r->gap, &r->measured_samples_s, &r->speedup_vs_dp };
+
+	return f[k - NUM_FIRST];
+}
+
+void bench_row_init(struct bench_row *r)
+{
+	memset(r, 0, sizeof *r);
+	for (int k = NUM_FIRST; k < NUM_FIRST + 10; k++)
+		*num_field(r, k) = NAN;
+}
+
+int results_add(struct results *t, const struct bench_row *r)
+{
+	if (t->n == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 64;
+		struct bench_row *v = realloc(t->rows, (size_t)cap * sizeof *v);
+
+		if (!v)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		t->rows = v;
+		t->cap = cap;
+	}
+	t->rows[t->n++] = *r;
+	return AP_OK;
+}
+
+static int parse_row(const struct csvio_rec *rec, const char *path, struct bench_row *r)
+{
+	char *const *f = rec->field;
+	char *end;
+
+	bench_row_init(r);
+	if (rec->nfield != NCOLS)
+		return ap_err(AP_EINPUT, path, rec->line, "%d fields, expected %d", rec->nfield,
+			      NCOLS);
+	snprintf(r->model, sizeof r->model, "%s", f[0]);
+	snprintf(r->cluster, sizeof r->cluster, "%s", f[2]);
+	snprintf(r->profile, sizeof r->profile, "%s", f[3]);
+	snprintf(r->planner, sizeof r->planner, "%s", f[4]);
+	snprintf(r->error, sizeof r->error, "%s", f[18]);
+	errno = 0;
+	r->batch = strtoll(f[1], &end, 10);
+	if (*end || errno || r->batch <= 0)
+		return ap_err(AP_EINPUT, path, rec->line, "batch '%s' is not a positive integer",
+			      f[1]);
+	r->seed = strtoull(f[5], &end, 10);
+	if (*end || errno || !*f[5])
+		return ap_err(AP_EINPUT, path, rec->line, "seed '%s' is not an integer", f[5]);
+	r->budget_s = strtod(f[6], &end);
+	if (*end || errno)
+		return ap_err(AP_EINPUT, path, rec->line, "budget_s '%s' is not a number", f[6]);
+	if (strcmp(f[7], "ok") && strcmp(f[7], "failed"))
+		return ap_err(AP_EINPUT, path, rec->line, "status '%s' (expected ok or failed)",
+			      f[7]);
+	r->ok = f[7][0] == 'o';
+	for (int k = NUM_FIRST; k < NUM_FIRST + 10; k++) {
+		if (!*f[k])
+			continue;
+		*num_field(r, k) = strtod(f[k], &end);
+		if (*end || errno)
+			return ap_err(AP_EINPUT, path, rec->line, "%s '%s' is not a number",
+				      cols[k], f[k]);
+	}
+	return AP_OK;
+}
+
+int results_read(const char *path, struct results *t)
+{
+	struct csvio_table tab;
+	int rc;
+
+	memset(t, 0, sizeof *t);
+	if (access(path, F_OK) != 0)
+		return AP_OK;
+	rc = csvio_table_read(path, cols, NCOLS, &tab);
+	for (int i = 1; i < tab.nrec && !rc; i++) {
+		struct bench_row r;
+
+		rc = parse_row(&tab.rec[i], path, &r);
+		if (!rc)
+			rc = results_add(t, &r);
+	}
+	csvio_table_release(&tab);
+	if (rc)
+		results_release(t);
+	return rc;
+}
+
+static void put_num(FILE *f, double x)
+{
+	fputc(',', f);
+	if (!isnan(x))
+		csvio_put_number(f, x, 1);
+}
+
+static int write_rows(FILE *f, void *ctx)
+{
+	const struct results *t = ctx;
+
+	fprintf(f, "%s\n", RESULTS_HEADER);
+	for (int i = 0; i < t->n; i++) {
+		struct bench_row *r = &t->rows[i];
+
+		csvio_put_text(f, r->model);
+		fprintf(f, ",%lld,", (long long)r->batch);
+		csvio_put_text(f, r->cluster);
+		fputc(',', f);
+		csvio_put_text(f, r->profile);
+		fputc(',', f);
+		csvio_put_text(f, r->planner);
+		fprintf(f, ",%llu", (unsigned long long)r->seed);
+		put_num(f, r->budget_s);
+		fprintf(f, ",%s", r->ok ? "ok" : "failed");
+		for (int k = NUM_FIRST; k < NUM_FIRST + 10; k++)
+			put_num(f, *num_field(r, k));
+		fputc(',', f);
+		csvio_put_text(f, r->error);
+		fputc('\n', f);
+	}
+	return ferror(f) ? AP_EFAIL : AP_OK;
+}
+
+int results_write(const char *path, const struct results *t)
+{
+	return write_atomic(path, write_rows, (void *)t);
+}
+
+void results_release(struct results *t)
+{
+	free(t->rows);
+	memset(t, 0, sizeof *t);
+}
+
+int results_find(const struct results *t, const char *model, int64_t batch,
+		 const char *cluster, const char *planner, uint64_t seed)
+{
+	for (int i = 0; i < t->n; i++) {
+		const struct bench_row *r = &t->rows[i];
+
+		if (r->batch == batch && r->seed == seed && !strcmp(r->model, model) &&
+		    !strcmp(r->cluster, cluster) && !strcmp(r->planner, planner))
+			return i;
+	}
+	return -1;
+}
+
+void results_speedups(struct results *t)
+{
+	for (int i = 0; i < t->n; i++) {
+		struct bench_row *r = &t->rows[i];
+		int d = results_find(t, r->model, r->batch, r->cluster, "dp", r->seed);
+
+		r->speedup_vs_dp = NAN;
+		if (d >= 0 && r->ok && t->rows[d].ok && !strcmp(t->rows[d].profile, r->profile) &&
+		    t->rows[d].pred_samples_s > 0)
+			r->speedup_vs_dp = r->pred_samples_s / t->rows[d].pred_samples_s;
+	}
+}
