@@ -5,7 +5,6 @@
  * the planner, the seed and the search time.
  */
 #include <stdio.h>
-#include <time.h>
 
 #include "args.h"
 #include "commands.h"
@@ -15,19 +14,11 @@
 #include "plan.h"
 #include "planner.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int run(int argc, char **argv)
 {
 	const char *model = NULL, *cspec = NULL, *prof = NULL, *pname = NULL, *outf = NULL;
 	long long batch = 0;
-	double budget = 10, t0;
+	double budget = 10;
 	uint64_t seed = 1;
 	const struct opt opts[] = {
 		{ "-m", "--model", OPT_STR, &model },
@@ -68,25 +59,11 @@ static int run(int argc, char **argv)
 		rc = load_cluster(cspec, &c);
 	if (!rc)
 		rc = load_profile(prof, &c, &p, used, sizeof used);
-	if (!rc)
-		rc = plan_alloc(&plan, &g, 1);
 	if (rc)
 		goto out;
 	in = (struct planner_input){ .g = &g, .p = &p, .c = &c, .budget_s = budget,
 				     .seed = seed };
-	t0 = now_s();
-	rc = pl->plan(&in, &plan);
-	plan.search_s = now_s() - t0;
-	if (rc)
-		goto out;
-	snprintf(plan.model, sizeof plan.model, "%s", g.name);
-	snprintf(plan.cluster, sizeof plan.cluster, "%s", c.name);
-	snprintf(plan.profile, sizeof plan.profile, "%s", used);
-	snprintf(plan.planner, sizeof plan.planner, "%s", pl->name);
-	plan.seed = seed;
-	/* every plan is checked before it is written; a plan that does not
-	 * fit the devices' memory is refused here with the numbers */
-	rc = plan_validate(&plan, &g, &c, outf);
+	rc = planner_run(pl, &in, used, &plan);
 	if (!rc)
 		rc = plan_write(&plan, &g, outf);
 	if (!rc)

@@ -39,6 +39,13 @@ extern const int nplanners;
 
 const struct planner *planner_find(const char *name);
 
+/* The driver: sizes out for in->g, runs pl timed, records the names of
+ * the inputs (profile_name is the profile's name as the user gave it),
+ * the planner, seed and search time, and validates the plan, so a plan that
+ * does not fit the devices' memory is refused with the numbers. */
+int planner_run(const struct planner *pl, const struct planner_input *in,
+		const char *profile_name, struct plan *out);
+
 /* Helpers every planner may use. */
 
 /* Largest divisor of n that is at most cap (at least 1). */

@@ -1,0 +1,37 @@
+/*
+ * The planner driver shared by `autopar plan` and `autopar bench`: the
+ * planner fills in its decisions, the driver everything every plan shares.
+ */
+#include <stdio.h>
+#include <time.h>
+
+#include "planner.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int planner_run(const struct planner *pl, const struct planner_input *in,
+		const char *profile_name, struct plan *out)
+{
+	double t0;
+	int rc = plan_alloc(out, in->g, 1);
+
+	if (rc)
+		return rc;
+	t0 = now_s();
+	rc = pl->plan(in, out);
+	out->search_s = now_s() - t0;
+	if (rc)
+		return rc;
+	snprintf(out->model, sizeof out->model, "%s", in->g->name);
+	snprintf(out->cluster, sizeof out->cluster, "%s", in->c->name);
+	snprintf(out->profile, sizeof out->profile, "%s", profile_name);
+	snprintf(out->planner, sizeof out->planner, "%s", pl->name);
+	out->seed = in->seed;
+	return plan_validate(out, in->g, in->c, pl->name);
+}
