@@ -613,24 +613,18 @@ static int read_predicted(const char *path, json_t *v, struct plan *p)
 	return st;
 }
 
-static int read_root(const char *path, json_t *root, const struct graph *g,
-		     struct plan *p)
+/* format and version first: anything else in a file that is not a
+ * version-1 plan would only give a misleading message. */
+static int check_format(const char *path, json_t *root)
 {
-	static const char *const keys[] = {
-		"format", "version", "model", "batch", "cluster", "profile",
-		"planner", "search", "schedule", "stages", "ops", "predicted", NULL
-	};
-	char format[64], fld[FIELD_LEN];
+	char format[64];
 	int64_t version;
-	json_t *x;
 	int st;
 
 	if (!json_is_object(root))
 		return ap_err(AP_EINPUT, path, 0,
 			      "expected a JSON object at the top, got %s",
 			      json_kind(root));
-	/* format and version first: anything else in a file that is not a
-	 * version-1 plan would only give a misleading message. */
 	st = get_string(path, root, NULL, "format", 1, format, sizeof format);
 	if (st)
 		return st;
@@ -645,7 +639,23 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 		return ap_err(AP_EINPUT, path, 0,
 			      "version: unsupported plan version %lld (this build reads version %d)",
 			      (long long)version, PLAN_VERSION);
-	st = check_keys(path, NULL, root, keys);
+	return AP_OK;
+}
+
+static int read_root(const char *path, json_t *root, const struct graph *g,
+		     struct plan *p)
+{
+	static const char *const keys[] = {
+		"format", "version", "model", "batch", "cluster", "profile",
+		"planner", "search", "schedule", "stages", "ops", "predicted", NULL
+	};
+	char fld[FIELD_LEN];
+	json_t *x;
+	int st;
+
+	st = check_format(path, root);
+	if (!st)
+		st = check_keys(path, NULL, root, keys);
 	if (!st)
 		st = get_string(path, root, NULL, "model", 1, p->model, sizeof p->model);
 	if (!st)
@@ -679,32 +689,57 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 	return st;
 }
 
-int plan_read(const char *path, const struct graph *g, struct plan *p)
+/* The JSON of a plan file.  Opened here so a missing file reads "cannot
+ * read" with errno, not jansson's message that repeats the path. */
+static int load_json(const char *path, json_t **root)
 {
 	json_error_t jerr;
-	json_t *root = NULL;
 	FILE *f;
+
+	f = fopen(path, "r");
+	if (!f)
+		return ap_err(AP_EINPUT, path, 0, "cannot read: %m");
+	*root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+	fclose(f);
+	if (!*root)
+		return ap_err(AP_EINPUT, path, jerr.line, "%s", jerr.text);
+	return AP_OK;
+}
+
+int plan_read(const char *path, const struct graph *g, struct plan *p)
+{
+	json_t *root = NULL;
 	int st;
 
 	plan_release(p);
-	/* Opened here so a missing file reads "cannot read" with errno,
-	 * not jansson's message that repeats the path. */
-	f = fopen(path, "r");
-	if (!f) {
-		st = ap_err(AP_EINPUT, path, 0, "cannot read: %m");
-		goto out;
-	}
-	root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-	fclose(f);
-	if (!root) {
-		st = ap_err(AP_EINPUT, path, jerr.line, "%s", jerr.text);
-		goto out;
-	}
-	st = read_root(path, root, g, p);
-out:
+	st = load_json(path, &root);
+	if (!st)
+		st = read_root(path, root, g, p);
 	json_decref(root);
 	if (st)
 		plan_release(p);
+	return st;
+}
+
+int plan_peek(const char *path, char *model, size_t model_len, char *cluster,
+	      size_t cluster_len, char *profile, size_t profile_len, int64_t *batch)
+{
+	json_t *root = NULL;
+	int st;
+
+	profile[0] = 0;
+	st = load_json(path, &root);
+	if (!st)
+		st = check_format(path, root);
+	if (!st)
+		st = get_string(path, root, NULL, "model", 1, model, model_len);
+	if (!st)
+		st = get_string(path, root, NULL, "cluster", 1, cluster, cluster_len);
+	if (!st)
+		st = get_string(path, root, NULL, "profile", 0, profile, profile_len);
+	if (!st)
+		st = get_int(path, root, NULL, "batch", 1, 1, batch);
+	json_decref(root);
 	return st;
 }
 

@@ -10,6 +10,7 @@
 #ifndef AUTOPAR_PLAN_H
 #define AUTOPAR_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cluster.h"
@@ -84,6 +85,12 @@ int plan_set_devices(int **dst, int *ndst, const int *src, int n);
  * characters is an error, not cut short.  On failure p is left empty
  * (plan_init). */
 int plan_read(const char *path, const struct graph *g, struct plan *p);
+/* The model, cluster, profile ("" when the plan names none) and batch a
+ * plan file was made for, read before its model is loaded (plan_read()
+ * needs the graph).  The file's format and version are checked; errors
+ * read as plan_read()'s. */
+int plan_peek(const char *path, char *model, size_t model_len, char *cluster,
+	      size_t cluster_len, char *profile, size_t profile_len, int64_t *batch);
 /* Writes atomically, pretty-printed, ops in graph order. */
 int plan_write(const struct plan *p, const struct graph *g, const char *path);
 

@@ -1,0 +1,271 @@
+/*
+ * `autopar sim`: predicts a plan's iteration time, throughput, bubble and
+ * memory with the simulator (core/sim.h).  The plan names the model,
+ * cluster, profile and batch it was made for; -m, -c and -p simulate it on
+ * others (a faster network, another profile), --microbatches another
+ * pipeline depth.  --trace writes the timeline
+ * for chrome://tracing or Perfetto; --repeat times the simulator itself,
+ * the number planners that call it in a loop care about.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "args.h"
+#include "commands.h"
+#include "csvio.h"
+#include "err.h"
+#include "load.h"
+#include "model_io.h"
+#include "plan.h"
+#include "sim.h"
+
+struct inputs {
+	const char *path;
+	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN], profile[PLAN_NAME_LEN];
+	struct graph g;
+	struct cluster c;
+	struct profile p;
+	struct plan pl;
+};
+
+/* "1.23 GB", "512 KiB": sizes a person reads. */
+static void fmt_bytes(char *buf, size_t len, double b)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+
+	while (u < 4 && b >= 1024) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
+}
+
+static void print_summary(const struct inputs *in, const struct sim_result *r,
+			  enum sim_optimizer opt)
+{
+	const struct sim_mem *m = &r->mem[r->peak_dev];
+	char peak[32], cap[32], w[32], a[32], intra[32], inter[32];
+
+	printf("%s: %s (batch %lld) on %s, profile %s\n", in->path, in->g.name,
+	       (long long)in->g.batch, in->c.name, in->p.name[0] ? in->p.name : in->profile);
+	printf("  schedule     %s, %d micro-batch%s, %d stage%s, %d of %d devices\n",
+	       sched_name(in->pl.sched), in->pl.microbatches,
+	       in->pl.microbatches == 1 ? "" : "es", in->pl.nstages,
+	       in->pl.nstages == 1 ? "" : "s", r->ndev_used, r->ndev);
+	printf("  iteration    %.3f ms (makespan %.3f ms, critical path %.3f ms)\n",
+	       r->iter_s * 1e3, r->makespan_s * 1e3, r->critical_path_s * 1e3);
+	printf("  throughput   %.1f samples/s\n", r->samples_per_s);
+	printf("  bubble       %.1f %%\n", r->bubble * 100);
+	fmt_bytes(peak, sizeof peak, (double)r->peak_mem_bytes);
+	fmt_bytes(cap, sizeof cap, (double)r->mem_bytes);
+	fmt_bytes(w, sizeof w, (double)(m->weights + m->grads + m->opt_state + m->stash));
+	fmt_bytes(a, sizeof a, (double)m->act);
+	printf("  memory       peak %s on device %d of %s (weights, gradients, %s state%s: %s; activations: %s)%s\n",
+	       peak, r->peak_dev, cap, sim_optimizer_name(opt),
+	       in->pl.sched == SCHED_1F1B_ASYNC ? ", stashed versions" : "", w, a,
+	       r->mem_bytes > 0 && r->peak_mem_bytes > r->mem_bytes ? ": does not fit" : "");
+	fmt_bytes(intra, sizeof intra, (double)r->link_bytes[LINK_INTRA]);
+	fmt_bytes(inter, sizeof inter, (double)r->link_bytes[LINK_INTER]);
+	printf("  links        %s inside nodes, %s across nodes per iteration\n", intra,
+	       inter);
+	printf("  tasks        %lld\n", (long long)r->ntasks);
+	printf("  ");
+	cost_tally_print(&r->costs, stdout);
+}
+
+static void print_csv(const struct inputs *in, const struct sim_result *r,
+		      enum sim_optimizer opt)
+{
+	fputs("plan,model,batch,cluster,profile,schedule,microbatches,stages,optimizer,"
+	      "iter_s,samples_per_s,bubble,peak_mem_bytes,peak_dev,mem_bytes,"
+	      "intra_bytes,inter_bytes,makespan_s,critical_path_s,tasks",
+	      stdout);
+	for (int k = 0; k < NCOST_SOURCES; k++)
+		printf(",cost_%s", cost_source_name((enum cost_source)k));
+	putchar('\n');
+	csvio_put_text(stdout, in->path);
+	putchar(',');
+	csvio_put_text(stdout, in->g.name);
+	printf(",%lld,", (long long)in->g.batch);
+	csvio_put_text(stdout, in->c.name);
+	putchar(',');
+	csvio_put_text(stdout, in->p.name[0] ? in->p.name : in->profile);
+	printf(",%s,%d,%d,%s,", sched_name(in->pl.sched), in->pl.microbatches,
+	       in->pl.nstages, sim_optimizer_name(opt));
+	csvio_put_number(stdout, r->iter_s, 1);
+	putchar(',');
+	csvio_put_number(stdout, r->samples_per_s, 1);
+	putchar(',');
+	csvio_put_number(stdout, r->bubble, 1);
+	printf(",%lld,%d,%lld,%lld,%lld,", (long long)r->peak_mem_bytes, r->peak_dev,
+	       (long long)r->mem_bytes, (long long)r->link_bytes[LINK_INTRA],
+	       (long long)r->link_bytes[LINK_INTER]);
+	csvio_put_number(stdout, r->makespan_s, 1);
+	putchar(',');
+	csvio_put_number(stdout, r->critical_path_s, 1);
+	printf(",%lld", (long long)r->ntasks);
+	for (int k = 0; k < NCOST_SOURCES; k++)
+		printf(",%lld", (long long)r->costs.n[k]);
+	putchar('\n');
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Times n more runs of the same plan and prints the median: the cost a
+ * planner pays per candidate once the struct sim is warm. */
+static int time_runs(struct sim *s, const struct plan *pl, const struct sim_opts *o,
+		     long long n, FILE *out)
+{
+	struct sim_result r;
+	double *t = malloc((size_t)n * sizeof *t);
+	int st = AP_OK;
+
+	if (!t)
+		return ap_err(AP_EFAIL, "sim", 0, "out of memory");
+	for (long long k = 0; k < n && !st; k++) {
+		double t0 = now_s();
+
+		st = sim_run(s, pl, o, &r);
+		t[k] = now_s() - t0;
+	}
+	if (!st) {
+		qsort(t, (size_t)n, sizeof *t, cmp_double);
+		fprintf(out, "sim: %lld runs of %lld tasks, median %.3f ms per simulation (min %.3f ms, max %.3f ms)\n",
+			n, (long long)r.ntasks, t[n / 2] * 1e3, t[0] * 1e3, t[n - 1] * 1e3);
+	}
+	free(t);
+	return st;
+}
+
+static int load_inputs(struct inputs *in, const char *model, const char *cspec,
+		       const char *prof, long long microbatches)
+{
+	char used[PLAN_NAME_LEN];
+	int64_t batch;
+	int st;
+
+	st = plan_peek(in->path, in->model, sizeof in->model, in->cluster,
+		       sizeof in->cluster, in->profile, sizeof in->profile, &batch);
+	if (st)
+		return st;
+	if (!prof && in->profile[0])
+		prof = in->profile;
+	st = model_load(model ? model : in->model, batch, &in->g);
+	if (!st)
+		st = load_cluster(cspec ? cspec : in->cluster, &in->c);
+	if (!st)
+		st = load_profile(prof, &in->c, &in->p, used, sizeof used);
+	if (!st)
+		snprintf(in->profile, sizeof in->profile, "%s", used);
+	if (!st)
+		st = plan_read(in->path, &in->g, &in->pl);
+	if (!st && microbatches > in->g.batch)
+		st = ap_err(AP_EINPUT, "--microbatches", 0,
+			    "%lld micro-batches are more than the batch of %lld",
+			    microbatches, (long long)in->g.batch);
+	if (!st && microbatches)
+		in->pl.microbatches = (int)microbatches;
+	if (!st)
+		st = plan_validate(&in->pl, &in->g, &in->c, in->path);
+	return st;
+}
+
+static int run(int argc, char **argv)
+{
+	const char *model = NULL, *cspec = NULL, *prof = NULL, *trace = NULL;
+	const char *optname = "sgd";
+	long long repeat = 0, microbatches = 0;
+	int csv = 0, npos, st;
+	struct sim_opts o = { .optimizer = SIM_SGD };
+	const struct opt opts[] = {
+		{ "-m", "--model", OPT_STR, &model },
+		{ "-c", "--cluster", OPT_STR, &cspec },
+		{ "-p", "--profile", OPT_STR, &prof },
+		{ NULL, "--trace", OPT_STR, &trace },
+		{ NULL, "--csv", OPT_FLAG, &csv },
+		{ NULL, "--optimizer", OPT_STR, &optname },
+		{ NULL, "--microbatches", OPT_POS_INT, &microbatches },
+		{ NULL, "--repeat", OPT_POS_INT, &repeat },
+		{ 0 },
+	};
+	struct inputs in = { 0 };
+	struct sim s = { 0 };
+	struct sim_result r;
+
+	graph_init(&in.g);
+	profile_init(&in.p);
+	plan_init(&in.pl);
+	st = args_parse("sim", argc, argv, opts, &in.path, 1, &npos);
+	if (st)
+		return st;
+	if (npos != 1)
+		return ap_err(AP_EINPUT, "sim", 0,
+			      "expected one plan file (see autopar help sim)");
+	if (sim_optimizer_parse(optname, &o.optimizer) != 0)
+		return ap_err(AP_EINPUT, "--optimizer", 0,
+			      "unknown optimizer '%s' (expected sgd or adam)", optname);
+	o.record = trace != NULL;
+	st = load_inputs(&in, model, cspec, prof, microbatches);
+	if (!st)
+		st = sim_init(&s, &in.g, &in.p, &in.c);
+	if (!st)
+		st = sim_run(&s, &in.pl, &o, &r);
+	if (!st && trace)
+		st = sim_trace_write(&s, trace);
+	if (!st) {
+		if (csv)
+			print_csv(&in, &r, o.optimizer);
+		else
+			print_summary(&in, &r, o.optimizer);
+	}
+	if (!st && repeat) {
+		o.record = 0;
+		/* under --csv, stdout stays one table */
+		st = time_runs(&s, &in.pl, &o, repeat, csv ? stderr : stdout);
+	}
+	if (s.w)
+		sim_release(&s);
+	plan_release(&in.pl);
+	profile_release(&in.p);
+	graph_release(&in.g);
+	return st;
+}
+
+const struct command cmd_sim = {
+	.name = "sim",
+	.summary = "predict a plan's iteration time, memory and bubble",
+	.usage = "usage: autopar sim PLAN.json [-m MODEL] [-c CLUSTER] [-p PROFILE]\n"
+		 "                  [--trace FILE] [--csv] [--optimizer sgd|adam]\n"
+		 "                  [--microbatches N] [--repeat N]\n\n"
+		 "Simulates one training iteration of the plan on the model, cluster\n"
+		 "and profile it names (each may be overridden) and prints the\n"
+		 "iteration time, samples/s, the bubble fraction, the peak memory of\n"
+		 "the fullest device, the bytes sent inside and across nodes, and where\n"
+		 "the operator costs came from (measured, analytic, scaled, roofline).\n\n"
+		 "  -m, --model M       zoo name, .model file or pipedream/NAME\n"
+		 "  -c, --cluster C     preset name or inline spec (4x4:v100,inter=10Gb/s)\n"
+		 "  -p, --profile P     profile directory: a name under profiles/ or a path\n"
+		 "  --trace FILE        write the timeline as Chrome trace JSON\n"
+		 "  --csv               a header row and one row of numbers (SI units)\n"
+		 "  --optimizer O       sgd (with momentum, default) or adam: the state\n"
+		 "                      the update reads and keeps in memory\n"
+		 "  --microbatches N    simulate with N micro-batches instead of the plan's\n"
+		 "  --repeat N          then time N more simulations and print the median\n",
+	.run = run,
+};

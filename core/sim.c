@@ -1,0 +1,384 @@
+/*
+ * The simulator's driver (sim.h): binds graph, profile and cluster, looks
+ * up operator costs, lays out a plan (sim_layout.c), schedules one
+ * iteration (sim_sched.c) and sums up time, memory and bubble.
+ *
+ * Costs.  The shard of op i that runs for one micro-batch is the op split
+ * by its plan degrees with the n degree multiplied by the number of
+ * micro-batches, so profile_lookup() sees the signature of the shard that
+ * actually runs; each op is looked up once per run (cached while its
+ * degrees stay the same) and the sources of the answers are tallied.
+ * Inputs have no backward.
+ *
+ * Iteration time.  For gpipe and 1f1b it is the makespan of the list
+ * schedule: both flush, so an iteration is exactly that.  PipeDream's
+ * asynchronous 1F1B never flushes: in steady state every resource does
+ * one iteration's work (m forwards and backwards of its shards, its
+ * transfers and all-reduces, its update) per iteration, overlapped with
+ * the others, and the slowest resource sets the pace.  So its iteration
+ * time is the largest busy time of any device, link or NIC in the
+ * schedule: the bottleneck stage's forward + backward per micro-batch x m,
+ * or its communication when that is slower, as in PipeDream's planner
+ * (Narayanan et al., SOSP 2019, section 3.1), where the time of a pipeline
+ * is that of its slowest stage or link.  It is never more than the flushed
+ * 1f1b makespan of the same plan.  Gradients are accumulated over an
+ * iteration's micro-batches and synchronised and applied once per
+ * iteration under every schedule (for 1f1b-async as PipeDream-2BW does),
+ * so the three schedules of a plan do the same work.
+ *
+ * The critical path is the longest chain of dependencies, durations
+ * summed, ignoring that resources are shared: a lower bound of the
+ * makespan, which the makespan meets when nothing ever waits for a busy
+ * device or link.
+ *
+ * Memory, per device: weights, gradients and optimizer state (one copy
+ * for SGD with momentum, two for Adam) of its parameter shards; the peak
+ * of the activations kept between a shard's forward and backward (its
+ * output and the inputs it received), followed through the device's task
+ * order, so it reflects the micro-batches in flight under the schedule (m
+ * for gpipe, K - d for stage depth d under 1f1b); for 1f1b-async the
+ * weight versions stashed for the micro-batches in flight (PipeDream
+ * section 3.3: one version per in-flight micro-batch, the newest being the
+ * live weights, so min(K - d, m) - 1 extra copies); and the largest
+ * workspace of its shards.
+ *
+ * Bubble: 1 - compute busy time / (devices used x iteration time), where
+ * a device is used when it holds a shard and the busy time includes its
+ * update.
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "sim_impl.h"
+
+static const char *const optimizer_names[NSIM_OPTIMIZERS] = {
+	[SIM_SGD] = "sgd",
+	[SIM_ADAM] = "adam",
+};
+
+/* Copies of the weights each optimizer keeps as state. */
+static const int optimizer_copies[NSIM_OPTIMIZERS] = {
+	[SIM_SGD] = 1,
+	[SIM_ADAM] = 2,
+};
+
+static const char *const task_kind_names[NTASK_KINDS] = {
+	[TASK_FWD] = "fwd",
+	[TASK_BWD] = "bwd",
+	[TASK_SEND_ACT] = "send-act",
+	[TASK_SEND_GRAD] = "send-grad",
+	[TASK_ALLREDUCE] = "allreduce",
+	[TASK_REDUCE_SCATTER] = "reduce-scatter",
+	[TASK_ALLREDUCE_INTER] = "allreduce-inter",
+	[TASK_ALL_GATHER] = "all-gather",
+	[TASK_UPDATE] = "update",
+};
+
+const char *sim_optimizer_name(enum sim_optimizer o)
+{
+	return (unsigned)o < NSIM_OPTIMIZERS ? optimizer_names[o] : "?";
+}
+
+int sim_optimizer_parse(const char *s, enum sim_optimizer *out)
+{
+	for (int k = 0; k < NSIM_OPTIMIZERS; k++)
+		if (strcmp(s, optimizer_names[k]) == 0) {
+			*out = (enum sim_optimizer)k;
+			return 0;
+		}
+	return -1;
+}
+
+const char *sim_task_kind_name(enum sim_task_kind k)
+{
+	return (unsigned)k < NTASK_KINDS ? task_kind_names[k] : "?";
+}
+
+int sim_reserve(void *pp, size_t *cap, size_t n, size_t size)
+{
+	void *p;
+	size_t want;
+
+	if (n <= *cap)
+		return AP_OK;
+	want = *cap * 2 > n ? *cap * 2 : n;
+	memcpy(&p, pp, sizeof p);
+	p = realloc(p, want * size);
+	if (!p)
+		return ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
+	memcpy(pp, &p, sizeof p);
+	*cap = want;
+	return AP_OK;
+}
+
+int sim_init(struct sim *s, const struct graph *g, const struct profile *p,
+	     const struct cluster *c)
+{
+	struct sim_work *w;
+	int st;
+
+	memset(s, 0, sizeof *s);
+	if (cluster_ndevices(c) < 1 || c->per_node < 1)
+		return ap_err(AP_EINPUT, c->name, 0, "cluster has no devices");
+	if (!(p->dev.mem_bw_bytes_per_s > 0))
+		return ap_err(AP_EINPUT, p->name, 0,
+			      "device '%s' has no memory bandwidth (expected a positive mem_bw_gbytes_per_s)",
+			      p->dev.name);
+	s->g = g;
+	s->p = p;
+	s->c = c;
+	s->w = w = calloc(1, sizeof *w);
+	if (!w)
+		return ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
+	st = graph_consumers(g, &w->cons_ofs, &w->cons);
+	if (st)
+		goto out;
+	w->ndev = cluster_ndevices(c);
+	/* Devices, then a directed link for every (device, device of its
+	 * node) pair, then each node's NIC as a sending and a receiving
+	 * side: NICs are full duplex. */
+	w->res_intra = w->ndev;
+	w->res_nic = w->res_intra + w->ndev * c->per_node;
+	w->nres = w->res_nic + 2 * c->nodes;
+	w->cost = calloc((size_t)(g->nops > 0 ? g->nops : 1), sizeof *w->cost);
+	w->res_free = calloc((size_t)w->nres, sizeof *w->res_free);
+	w->res_busy = calloc((size_t)w->nres, sizeof *w->res_busy);
+	w->grad_ready = calloc((size_t)w->ndev, sizeof *w->grad_ready);
+	w->act_cur = calloc((size_t)w->ndev, sizeof *w->act_cur);
+	w->mem = calloc((size_t)w->ndev, sizeof *w->mem);
+	if (!w->cost || !w->res_free || !w->res_busy || !w->grad_ready ||
+	    !w->act_cur || !w->mem)
+		st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
+out:
+	if (st)
+		sim_release(s);
+	return st;
+}
+
+void sim_release(struct sim *s)
+{
+	struct sim_work *w = s->w;
+
+	if (w) {
+		free(w->cons_ofs);
+		free(w->cons);
+		free(w->cost);
+		free(w->res_free);
+		free(w->res_busy);
+		free(w->grad_ready);
+		free(w->act_cur);
+		free(w->mem);
+		free(w->stage_pos);
+		free(w->stage_depth);
+		free(w->stage_ops_ofs);
+		free(w->stage_ops);
+		free(w->shard_base);
+		free(w->shard_dev);
+		free(w->shard_op);
+		free(w->lo_);
+		free(w->hi_);
+		free(w->act_bytes);
+		free(w->fsrc_ofs);
+		free(w->fsrc);
+		free(w->bsrc_ofs);
+		free(w->bsrc);
+		free(w->xf);
+		free(w->xff_ofs);
+		free(w->xff);
+		free(w->xfb_ofs);
+		free(w->xfb);
+		free(w->grp);
+		free(w->grp_mem);
+		free(w->coll);
+		free(w->coll_res);
+		free(w->op_grp_ofs);
+		free(w->shard_params);
+		free(w->items);
+		free(w->fwd_t);
+		free(w->bwd_t);
+		free(w->xf_t);
+		free(w->xb_t);
+		free(w->tasks);
+		free(w->pairs);
+		free(w->bpairs);
+		free(w->heads);
+		free(w->scratch);
+		free(w->cut);
+		free(w->span);
+		free(w);
+	}
+	memset(s, 0, sizeof *s);
+}
+
+/* One lookup per op, unless its degrees are those of the last run. */
+static int lookup_costs(struct sim *s, const struct plan *pl, struct cost_tally *t)
+{
+	const struct graph *g = s->g;
+
+	memset(t, 0, sizeof *t);
+	for (int i = 0; i < g->nops; i++) {
+		struct sim_cost *c = &s->w->cost[i];
+		int deg[NDIMS];
+		struct op_cost oc;
+		int st;
+
+		memcpy(deg, pl->ops[i].degree, sizeof deg);
+		deg[DIM_N] *= pl->microbatches;
+		if (memcmp(deg, c->degree, sizeof deg) != 0) {
+			st = profile_lookup(s->p, g, i, deg, &oc);
+			if (st)
+				return st;
+			memcpy(c->degree, deg, sizeof deg);
+			c->fwd_s = oc.fwd_us * 1e-6;
+			c->bwd_s = g->ops[i].kind == OP_INPUT ? 0 : oc.bwd_us * 1e-6;
+			c->workspace_bytes = oc.workspace_bytes;
+			c->source = oc.source;
+		}
+		cost_tally_add(t, c->source);
+	}
+	return AP_OK;
+}
+
+/* Micro-batches in flight on a stage of depth d: all of them under gpipe,
+ * the warm-up plus one under 1F1B (sim_layout.c's keys). */
+static int in_flight(const struct plan *pl, int m, int K, int d)
+{
+	if (pl->sched == SCHED_GPIPE)
+		return m;
+	return K - d < m ? K - d : m;
+}
+
+/* Everything but the activations, which the schedule follows. */
+static void static_memory(struct sim *s, const struct plan *pl, int copies)
+{
+	struct sim_work *w = s->w;
+	int K = w->depth_max + 1;
+
+	for (int d = 0; d < w->ndev; d++)
+		memset(&w->mem[d], 0, sizeof w->mem[d]);
+	for (int i = 0; i < s->g->nops; i++) {
+		int sidx = w->stage_pos[pl->ops[i].stage];
+		int stash = in_flight(pl, w->m, K, w->stage_depth[sidx]) - 1;
+
+		for (int gs = w->shard_base[i]; gs < w->shard_base[i + 1]; gs++) {
+			struct sim_mem *m = &w->mem[w->shard_dev[gs]];
+			int64_t b = w->shard_params[gs];
+
+			m->weights += b;
+			if (pl->sched == SCHED_1F1B_ASYNC)
+				m->stash += stash * b;
+			if (w->cost[i].workspace_bytes > m->workspace)
+				m->workspace = w->cost[i].workspace_bytes;
+		}
+	}
+	for (int d = 0; d < w->ndev; d++) {
+		w->mem[d].grads = w->mem[d].weights;
+		w->mem[d].opt_state = copies * w->mem[d].weights;
+	}
+}
+
+static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r)
+{
+	struct sim_work *w = s->w;
+	double busiest_res = 0;
+
+	r->ndev = w->ndev;
+	r->ntasks = w->ntasks;
+	r->critical_path_s = w->max_cp;
+	memcpy(r->link_bytes, w->link_bytes, sizeof r->link_bytes);
+	for (int k = 0; k < NTASK_KINDS; k++)
+		r->ntask_kinds[k] = w->ntask_kinds[k];
+	for (int k = 0; k < w->nres; k++) {
+		if (w->res_free[k] > r->makespan_s)
+			r->makespan_s = w->res_free[k];
+		if (w->res_busy[k] > busiest_res)
+			busiest_res = w->res_busy[k];
+	}
+	/* A device is used when it holds a shard; its busy time then
+	 * counts, idle or not. */
+	memset(w->act_cur, 0, (size_t)w->ndev * sizeof *w->act_cur);
+	for (int gs = 0; gs < w->nshards; gs++)
+		w->act_cur[w->shard_dev[gs]] = 1;
+	for (int d = 0; d < w->ndev; d++) {
+		struct sim_mem *m = &w->mem[d];
+
+		r->ndev_used += (int)w->act_cur[d];
+		r->compute_busy_s += w->res_busy[d];
+		if (w->res_busy[d] > r->busiest_compute_s)
+			r->busiest_compute_s = w->res_busy[d];
+		m->peak = m->weights + m->grads + m->opt_state + m->stash + m->act +
+			  m->workspace;
+		if (m->peak > r->peak_mem_bytes) {
+			r->peak_mem_bytes = m->peak;
+			r->peak_dev = d;
+		}
+	}
+	r->iter_s = pl->sched == SCHED_1F1B_ASYNC ? busiest_res : r->makespan_s;
+	r->samples_per_s = r->iter_s > 0 ? (double)s->g->batch / r->iter_s : 0;
+	r->bubble = r->iter_s > 0 && r->ndev_used > 0
+			    ? 1 - r->compute_busy_s / (r->ndev_used * r->iter_s)
+			    : 0;
+	r->mem = w->mem;
+	r->mem_bytes = s->c->mem_bytes > 0 ? s->c->mem_bytes : s->p->dev.mem_bytes;
+}
+
+int sim_run(struct sim *s, const struct plan *pl, const struct sim_opts *opts,
+	    struct sim_result *r)
+{
+	static const struct sim_opts defaults = { .optimizer = SIM_SGD };
+	struct cost_tally tally;
+	int st;
+
+	memset(r, 0, sizeof *r);
+	if (!opts)
+		opts = &defaults;
+	if ((unsigned)opts->optimizer >= NSIM_OPTIMIZERS)
+		return ap_err(AP_EINPUT, NULL, 0, "simulator: unknown optimizer %d",
+			      (int)opts->optimizer);
+	s->w->record = opts->record;
+	s->w->ntasks = s->w->nrecorded = 0;
+	st = sim_layout(s, pl);
+	if (!st)
+		st = lookup_costs(s, pl, &tally);
+	if (st)
+		return st;
+	static_memory(s, pl, optimizer_copies[opts->optimizer]);
+	st = sim_schedule(s, optimizer_copies[opts->optimizer]);
+	if (st)
+		return st;
+	summarise(s, pl, r);
+	r->costs = tally;
+	return AP_OK;
+}
+
+const struct sim_task *sim_tasks(const struct sim *s, int64_t *n)
+{
+	*n = s->w->record ? s->w->nrecorded : 0;
+	return *n ? s->w->tasks : NULL;
+}
+
+int sim_nresources(const struct sim *s)
+{
+	return s->w->nres;
+}
+
+int sim_resource_name(const struct sim *s, int res, char *buf, size_t len)
+{
+	const struct sim_work *w = s->w;
+	int pn = s->c->per_node;
+
+	if (res < 0 || res >= w->nres)
+		return -1;
+	if (res < w->res_intra)
+		snprintf(buf, len, "device %d", res);
+	else if (res < w->res_nic)
+		snprintf(buf, len, "link %d->%d", (res - w->res_intra) / pn,
+			 (res - w->res_intra) / pn / pn * pn + (res - w->res_intra) % pn);
+	else
+		snprintf(buf, len, "node %d nic %s", (res - w->res_nic) / 2,
+			 (res - w->res_nic) % 2 ? "rx" : "tx");
+	return 0;
+}

@@ -1,0 +1,184 @@
+/*
+ * Inside the simulator: the buffers a struct sim keeps between runs and
+ * the functions its files share (sim.c the driver and accounting,
+ * sim_layout.c what a plan makes of the graph: shard regions, transfers
+ * and stage order; sim_comm.c replica groups and their all-reduces;
+ * sim_sched.c the list scheduler).  Not an
+ * interface: nothing outside core/sim*.c and core/trace.c includes it.
+ *
+ * Everything a run touches per task lives in flat arrays indexed by small
+ * integers: a global shard index gs (op i's shards are shard_base[i] ..
+ * shard_base[i+1]-1), a transfer index, a resource index.  Per-micro-batch
+ * state is laid out [mb][index] so one operator's shards are adjacent.
+ */
+#ifndef AUTOPAR_SIM_IMPL_H
+#define AUTOPAR_SIM_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim.h"
+
+/* A source of a compute task: >= 0 a shard on the same device, < 0 the
+ * transfer SRC_XFER(code). */
+#define SRC_XFER(code) (-(code) - 1)
+
+/* When a task ends, and the longest dependency chain ending with it. */
+struct tend {
+	double end, cp;
+};
+
+/* Cost of one shard of an op, cached across runs while its degree vector
+ * (n already multiplied by the micro-batches) stays the same. */
+struct sim_cost {
+	int degree[NDIMS]; /* degree[0] == 0: not looked up yet */
+	double fwd_s, bwd_s;
+	int64_t workspace_bytes;
+	enum cost_source source;
+};
+
+/* A transfer: per micro-batch, forward a copy of a region of a producer
+ * shard's output from src to dst, backward its gradient from dst to src.
+ * Consumers on dst of the same stage that need the same region share it,
+ * as a runtime sends a tensor once and sums the gradients before sending
+ * them back. */
+struct sim_xfer {
+	int src, dst;      /* devices, forward direction */
+	int prod;          /* global shard index of the producer */
+	int cons;          /* the consumer shard that asked first: on dst,
+			    * its backward is the last of the sharers' */
+	int emit_op;       /* first consumer op: its backward sends the gradient */
+	int stage;         /* the consumers' stage (a stage index) */
+	int res[2], rres[2]; /* forward and backward resources, -1 unused */
+	int no_grad;       /* the producer is an input: no gradient to send */
+	double dur_s;      /* latency + bytes / bandwidth */
+	int64_t bytes;
+	enum link_class cls;
+	int64_t lo[NDIMS], hi[NDIMS]; /* the region, for sharing */
+	int next_same;     /* next transfer of the same producer shard, -1 */
+};
+
+/* What consumer index i of a dim needs of its input, [a, b), and the
+ * producer indices first..last-1 that can hold part of it. */
+struct sim_span {
+	int64_t a, b;
+	int first, last;
+};
+
+/* One task of a gradient all-reduce; a group has one (a flat ring) or
+ * three (reduce-scatter, inter-node ring, all-gather) of them. */
+struct sim_coll {
+	enum sim_task_kind kind;
+	int res_ofs, nres;  /* resources in coll_res */
+	double dur_s;
+	int64_t bytes;      /* summed over the links it uses */
+	enum link_class cls;
+};
+
+/* The replicas of one parameter shard: the shards of an op with the same
+ * c index. */
+struct sim_group {
+	int op, cidx;
+	int mem_ofs, nmem;   /* member shards (gs) in grp_mem */
+	int coll_ofs, ncoll; /* its tasks in coll, in order */
+};
+
+/* A unit of the schedule: one stage's forward or backward of one
+ * micro-batch.  Items run in key order (sim_sched.c). */
+struct sim_item {
+	int64_t key;
+	int stage, mb, bwd;
+};
+
+/* Each growable array f of struct sim_work has its capacity in cap_f. */
+#define RESERVE(w, f, n) \
+	sim_reserve(&(w)->f, &(w)->cap_##f, (size_t)(n), sizeof *(w)->f)
+#define ARRAY(type, f) type *f; size_t cap_##f
+
+struct sim_work {
+	/* Fixed by sim_init: the graph's consumers, op costs, resources. */
+	int *cons_ofs, *cons;
+	struct sim_cost *cost;
+	int ndev, nres, res_intra, res_nic;
+
+	/* Fixed by one plan (sim_layout.c). */
+	int m;                           /* micro-batches */
+	int nstages, depth_max;
+	ARRAY(int, stage_pos);           /* stage id -> index in plan->stages */
+	ARRAY(int, stage_depth);         /* longest path from a source stage */
+	ARRAY(int, stage_ops_ofs);       /* ops of each stage, in graph order */
+	ARRAY(int, stage_ops);
+	ARRAY(int, shard_base);          /* [nops + 1] */
+	int nshards;
+	ARRAY(int, shard_dev);
+	ARRAY(int, shard_op);
+	ARRAY(int64_t, lo_);             /* [nshards][NDIMS]: the regions of */
+	ARRAY(int64_t, hi_);             /* a micro-batch's output */
+	ARRAY(int64_t, act_bytes);       /* kept from forward to backward */
+	ARRAY(int, fsrc_ofs);            /* what a shard's forward waits for */
+	ARRAY(int, fsrc);
+	ARRAY(int, bsrc_ofs);            /* what a shard's backward waits for */
+	ARRAY(int, bsrc);
+	int nxf;
+	ARRAY(struct sim_xfer, xf);
+	ARRAY(int, xff_ofs);             /* per op: sent after its forward */
+	ARRAY(int, xff);
+	ARRAY(int, xfb_ofs);             /* per op: gradients sent after its */
+	ARRAY(int, xfb);                 /* backward */
+	int ngrp, ngrp_mem, ncoll, ncoll_res;
+	ARRAY(struct sim_group, grp);
+	ARRAY(int, grp_mem);
+	ARRAY(struct sim_coll, coll);
+	ARRAY(int, coll_res);
+	ARRAY(int, op_grp_ofs);          /* [nops + 1]: the groups of each op */
+	ARRAY(int64_t, shard_params);    /* parameter bytes of each shard */
+	int nitems;
+	ARRAY(struct sim_item, items);
+
+	/* Per run (sim_sched.c). */
+	ARRAY(struct tend, fwd_t);       /* [m][nshards] */
+	ARRAY(struct tend, bwd_t);
+	ARRAY(struct tend, xf_t);        /* [m][nxf] */
+	ARRAY(struct tend, xb_t);
+	struct tend *grad_ready;         /* [ndev] */
+	double *res_free, *res_busy;     /* [nres] */
+	int64_t *act_cur;                /* [ndev] */
+	struct sim_mem *mem;             /* [ndev] */
+	ARRAY(struct sim_task, tasks);
+	int64_t ntasks, nrecorded;
+	int ntask_kinds[NTASK_KINDS];
+	int record;
+	double max_cp;
+	int64_t link_bytes[3];
+
+	/* Scratch for building: (key, value) pairs of CSR lists. */
+	ARRAY(int, pairs);
+	ARRAY(int, bpairs);
+	ARRAY(int, heads);
+	ARRAY(int, scratch);
+	ARRAY(int64_t, cut);
+	ARRAY(struct sim_span, span);
+};
+
+#define LO(w, gs) ((w)->lo_ + (size_t)(gs) * NDIMS)
+#define HI(w, gs) ((w)->hi_ + (size_t)(gs) * NDIMS)
+
+/* Grows the array at *pp (elements of `size` bytes, *cap of them) to hold
+ * n; 0 on success, AP_EFAIL (reported) when out of memory. */
+int sim_reserve(void *pp, size_t *cap, size_t n, size_t size);
+
+/* sim_layout.c: everything a plan fixes, built once per run. */
+int sim_layout(struct sim *s, const struct plan *pl);
+
+/* sim_comm.c: the replica groups and all-reduce tasks (after the shards
+ * are laid out), and the resources a transfer from device a to device b
+ * occupies (res[1] = -1 when only one). */
+int sim_layout_groups(struct sim *s, const struct plan *pl);
+void sim_link_res(const struct sim *s, int a, int b, int res[2]);
+
+/* sim_sched.c: schedules the tasks of one iteration, filling the per-run
+ * state of s->w; mem[].weights must be set, and the optimizer keeps
+ * opt_copies extra copies of them. */
+int sim_schedule(struct sim *s, int opt_copies);
+
+#endif

@@ -1,0 +1,563 @@
+/*
+ * What a plan makes of the graph, built once per sim_run() into the flat
+ * arrays of struct sim_work so that scheduling touches nothing else: the
+ * stages' order, each shard's device and region, the transfers between
+ * shards on different devices, and the order of the schedule's items.
+ *
+ * Regions.  Shard k of an op with degrees (dn, dc, dh, dw, dl) has the
+ * coordinates of k in row-major order over n, c, h, w, l (plan.h) and owns
+ * the hyper-rectangle [i*S/D, (i+1)*S/D) of every dim of its output, for
+ * one micro-batch (the n extent is batch / micro-batches).  A consumer
+ * shard needs, of each input, its own fraction of the dims that follow the
+ * split (op_input_follows() of graph.h) and the whole of every other dim;
+ * the halo a convolution split along h or w also reads (a few rows at each
+ * cut) is left out.  The bytes
+ * a pair of shards exchanges are the overlap of what one owns and the
+ * other needs, x 4: a change of split between neighbours costs exactly the
+ * data that moves.
+ *
+ * The replica groups of parameter shards and their all-reduces are
+ * sim_comm.c's.
+ */
+#include "sim_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+/* --- checks and stages ---------------------------------------------------- */
+
+/* What would crash or loop the simulation, refused even when the caller
+ * skipped plan_validate(); the wording follows plan_check.c. */
+static int check_plan(const struct sim *s, const struct plan *pl)
+{
+	const struct graph *g = s->g;
+	int ndev = s->w->ndev;
+
+	if (pl->nops != g->nops)
+		return ap_err(AP_EINPUT, "plan", 0,
+			      "ops: the plan has %d operators but model '%s' has %d",
+			      pl->nops, g->name, g->nops);
+	if (pl->microbatches < 1 || g->batch % pl->microbatches)
+		return ap_err(AP_EINPUT, "plan", 0,
+			      "schedule.microbatches: expected a divisor of the batch %lld, got %d",
+			      (long long)g->batch, pl->microbatches);
+	if ((unsigned)pl->sched >= NSCHED_KINDS)
+		return ap_err(AP_EINPUT, "plan", 0, "schedule.kind: unknown schedule %d",
+			      (int)pl->sched);
+	if (pl->nstages < 1)
+		return ap_err(AP_EINPUT, "plan", 0, "stages: expected at least one stage");
+	for (int i = 0; i < g->nops; i++) {
+		const struct plan_op *po = &pl->ops[i];
+		int64_t n = 1;
+
+		if (po->stage < 0 || po->stage >= pl->nstages)
+			return ap_err(AP_EINPUT, "plan", 0,
+				      "ops.%s.stage: no stage %d (expected 0..%d)",
+				      g->ops[i].name, po->stage, pl->nstages - 1);
+		for (int d = 0; d < NDIMS; d++) {
+			if (po->degree[d] < 1)
+				return ap_err(AP_EINPUT, "plan", 0,
+					      "ops.%s.degree.%s: expected a positive degree, got %d",
+					      g->ops[i].name, dim_name(d), po->degree[d]);
+			/* capped, so the product cannot overflow */
+			n = n * po->degree[d] > ndev ? (int64_t)ndev + 1 : n * po->degree[d];
+		}
+		if (n != po->ndev || n > ndev)
+			return ap_err(AP_EINPUT, "plan", 0,
+				      "ops.%s.devices: expected %lld devices (the product of the degrees) of the cluster's %d, got %d",
+				      g->ops[i].name, (long long)n, ndev, po->ndev);
+		for (int k = 0; k < po->ndev; k++)
+			if (po->devices[k] < 0 || po->devices[k] >= ndev)
+				return ap_err(AP_EINPUT, "plan", 0,
+					      "ops.%s.devices[%d]: device %d does not exist (expected 0..%d)",
+					      g->ops[i].name, k, po->devices[k], ndev - 1);
+	}
+	return AP_OK;
+}
+
+/* Stage depth: the longest path from a source stage along `next`.  The
+ * schedule orders work by depth (sim_sched.c), so data must flow to deeper
+ * stages only, which plan_validate()'s reachability rule implies. */
+static int layout_stages(struct sim *s, const struct plan *pl)
+{
+	struct sim_work *w = s->w;
+	int n = pl->nstages, changed = 1;
+
+	if (RESERVE(w, stage_pos, n) || RESERVE(w, stage_depth, n))
+		return AP_EFAIL;
+	for (int k = 0; k < n; k++)
+		w->stage_pos[k] = -1;
+	for (int k = 0; k < n; k++) {
+		int id = pl->stages[k].id;
+
+		if (id < 0 || id >= n || w->stage_pos[id] >= 0)
+			return ap_err(AP_EINPUT, "plan", 0,
+				      "stages[%d].id: expected distinct ids 0..%d, got %d",
+				      k, n - 1, id);
+		w->stage_pos[id] = k;
+		w->stage_depth[k] = 0;
+	}
+	for (int pass = 0; pass <= n && changed; pass++) {
+		changed = 0;
+		for (int k = 0; k < n; k++)
+			for (int e = 0; e < pl->stages[k].nnext; e++) {
+				int t = pl->stages[k].next[e];
+
+				if (t < 0 || t >= n)
+					return ap_err(AP_EINPUT, "plan", 0,
+						      "stages[%d].next[%d]: no stage %d", k, e, t);
+				t = w->stage_pos[t];
+				if (w->stage_depth[t] < w->stage_depth[k] + 1) {
+					w->stage_depth[t] = w->stage_depth[k] + 1;
+					changed = 1;
+				}
+			}
+	}
+	if (changed)
+		return ap_err(AP_EINPUT, "plan", 0, "stages: 'next' forms a cycle");
+	w->nstages = n;
+	w->depth_max = 0;
+	for (int k = 0; k < n; k++)
+		if (w->stage_depth[k] > w->depth_max)
+			w->depth_max = w->stage_depth[k];
+	for (int i = 0; i < s->g->nops; i++) {
+		const struct op *op = &s->g->ops[i];
+		int si = w->stage_pos[pl->ops[i].stage];
+
+		for (int k = 0; k < op->nin; k++) {
+			int j = op->in[k], sj = w->stage_pos[pl->ops[j].stage];
+
+			if (sj != si && w->stage_depth[sj] >= w->stage_depth[si])
+				return ap_err(AP_EINPUT, "plan", 0,
+					      "ops.%s.stage: stage %d does not follow stage %d of its input '%s' along 'next'",
+					      op->name, pl->ops[i].stage, pl->ops[j].stage,
+					      s->g->ops[j].name);
+		}
+	}
+	return AP_OK;
+}
+
+/* --- CSR lists from (key, value) pairs ------------------------------------ */
+
+static inline int add_pair(int **buf, size_t *cap, int *np, int key, int val)
+{
+	if (2 * ((size_t)*np + 1) > *cap &&
+	    sim_reserve(buf, cap, 2 * ((size_t)*np + 1), sizeof(int)))
+		return AP_EFAIL;
+	(*buf)[2 * *np] = key;
+	(*buf)[2 * *np + 1] = val;
+	(*np)++;
+	return AP_OK;
+}
+
+/* ofs[nkeys + 1] and vals from the np pairs at pr, a key's values in the
+ * order they were added.  heads is the fill cursor. */
+static int build_csr(struct sim_work *w, const int *pr, int np, int nkeys,
+		     int **ofs, size_t *cap_ofs, int **vals, size_t *cap_vals)
+{
+	if (sim_reserve(ofs, cap_ofs, (size_t)nkeys + 1, sizeof(int)) ||
+	    sim_reserve(vals, cap_vals, np > 0 ? (size_t)np : 1, sizeof(int)) ||
+	    RESERVE(w, heads, nkeys + 1))
+		return AP_EFAIL;
+	memset(*ofs, 0, ((size_t)nkeys + 1) * sizeof(int));
+	for (int k = 0; k < np; k++)
+		(*ofs)[pr[2 * k] + 1]++;
+	for (int k = 0; k < nkeys; k++)
+		(*ofs)[k + 1] += (*ofs)[k];
+	memcpy(w->heads, *ofs, (size_t)nkeys * sizeof(int));
+	for (int k = 0; k < np; k++)
+		(*vals)[w->heads[pr[2 * k]]++] = pr[2 * k + 1];
+	return AP_OK;
+}
+
+#define CSR(w, pr, np, nkeys, f) \
+	build_csr(w, pr, np, nkeys, &(w)->f##_ofs, &(w)->cap_##f##_ofs, \
+		  &(w)->f, &(w)->cap_##f)
+
+static int layout_stage_ops(struct sim *s, const struct plan *pl)
+{
+	struct sim_work *w = s->w;
+	int np = 0;
+
+	for (int i = 0; i < s->g->nops; i++)
+		if (add_pair(&w->pairs, &w->cap_pairs, &np,
+			     w->stage_pos[pl->ops[i].stage], i))
+			return AP_EFAIL;
+	return CSR(w, w->pairs, np, w->nstages, stage_ops);
+}
+
+/* --- shards ------------------------------------------------------------------ */
+
+/* The next coordinate in row-major order over n, c, h, w, l (l fastest)
+ * below lim[], starting again from first[] (all zeros for shards); 0 when
+ * it wraps around. */
+static int next_coord(int idx[NDIMS], const int *first, const int *lim)
+{
+	for (int d = NDIMS - 1; d >= 0; d--) {
+		if (++idx[d] < lim[d])
+			return 1;
+		idx[d] = first ? first[d] : 0;
+	}
+	return 0;
+}
+
+/* Extent of dim d of a tensor in one micro-batch; 1 for a dim it lacks. */
+static int64_t extent(const struct shape *t, enum dim_kind d, int64_t mb_n)
+{
+	return d == DIM_N ? mb_n : shape_size(t, d);
+}
+
+/* Where the D pieces of a dim of size sz start: cut[i] = i * sz / D for
+ * i = 0..D, into cut (room for D + 1).  Divisions are the slow part of a
+ * layout, so each cut is computed once per op and dim, not per shard. */
+static void cuts(int64_t sz, int D, int64_t *cut)
+{
+	for (int i = 0; i <= D; i++)
+		cut[i] = i * sz / D;
+}
+
+/* Parameters are indexed by the output channel, so the c degree shards
+ * them (the rule of plan_check.c's memory check). */
+static int64_t param_shard_bytes(const struct op *op, int dc)
+{
+	int64_t bytes = op->params * BYTES_PER_ELEM;
+
+	if (op->m.valid && op->m.param_bytes > 0)
+		bytes = op->m.param_bytes;
+	return (bytes + dc - 1) / dc;
+}
+
+static int layout_shards(struct sim *s, const struct plan *pl)
+{
+	const struct graph *g = s->g;
+	struct sim_work *w = s->w;
+	int64_t mb_n = g->batch / w->m;
+	int n = 0;
+
+	if (RESERVE(w, shard_base, g->nops + 1))
+		return AP_EFAIL;
+	for (int i = 0; i < g->nops; i++) {
+		w->shard_base[i] = n;
+		n += pl->ops[i].ndev;
+	}
+	w->shard_base[g->nops] = n;
+	w->nshards = n;
+	if (RESERVE(w, shard_dev, n) || RESERVE(w, shard_op, n) ||
+	    RESERVE(w, lo_, (size_t)n * NDIMS) || RESERVE(w, hi_, (size_t)n * NDIMS) ||
+	    RESERVE(w, act_bytes, n) || RESERVE(w, shard_params, n))
+		return AP_EFAIL;
+	for (int i = 0; i < g->nops; i++) {
+		const struct plan_op *po = &pl->ops[i];
+		int64_t pb = param_shard_bytes(&g->ops[i], po->degree[DIM_C]);
+		int64_t *cut[NDIMS];
+		int idx[NDIMS] = { 0 }, gs = w->shard_base[i], ncut = 0;
+
+		for (int d = 0; d < NDIMS; d++)
+			ncut += po->degree[d] + 1;
+		if (RESERVE(w, cut, ncut))
+			return AP_EFAIL;
+		for (int d = 0, o = 0; d < NDIMS; o += po->degree[d] + 1, d++) {
+			cut[d] = w->cut + o;
+			cuts(extent(&g->ops[i].out, d, mb_n), po->degree[d], cut[d]);
+		}
+		do {
+			int64_t vol = 1, *lo = LO(w, gs), *hi = HI(w, gs);
+
+			for (int d = 0; d < NDIMS; d++) {
+				lo[d] = cut[d][idx[d]];
+				hi[d] = cut[d][idx[d] + 1];
+				vol *= hi[d] - lo[d];
+			}
+			w->shard_dev[gs] = po->devices[gs - w->shard_base[i]];
+			w->shard_op[gs] = i;
+			w->act_bytes[gs] = vol * BYTES_PER_ELEM;
+			w->shard_params[gs] = pb;
+			gs++;
+		} while (next_coord(idx, NULL, po->degree));
+	}
+	return AP_OK;
+}
+
+/* --- transfers --------------------------------------------------------------- */
+
+/* The transfer of region [lo, hi) of producer shard gp to consumer shard
+ * gc of op c in stage index `stage`, shared with an earlier consumer of the
+ * same stage on the same device that needs the same region.  heads[] chains
+ * the transfers of each shard of the producer. */
+static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
+		     const int64_t *lo, const int64_t *hi, int64_t bytes,
+		     int no_grad, int *out)
+{
+	struct sim_work *w = s->w;
+	int dst = w->shard_dev[gc], hk = gp - w->shard_base[w->shard_op[gp]];
+	struct sim_xfer *x;
+	const struct link *ln;
+
+	for (int t = w->heads[hk]; t >= 0; t = w->xf[t].next_same) {
+		x = &w->xf[t];
+		if (x->dst == dst && x->stage == stage &&
+		    !memcmp(x->lo, lo, sizeof x->lo) && !memcmp(x->hi, hi, sizeof x->hi)) {
+			*out = t;
+			return AP_OK;
+		}
+	}
+	if (RESERVE(w, xf, w->nxf + 1))
+		return AP_EFAIL;
+	x = &w->xf[w->nxf];
+	x->src = w->shard_dev[gp];
+	x->dst = dst;
+	x->prod = gp;
+	x->cons = gc;
+	x->emit_op = c;
+	x->stage = stage;
+	x->no_grad = no_grad;
+	x->bytes = bytes;
+	x->cls = cluster_link_class(s->c, x->src, dst);
+	ln = cluster_link(s->c, x->src, dst);
+	x->dur_s = ln->latency_s + (double)bytes / ln->bw_bytes_per_s;
+	sim_link_res(s, x->src, dst, x->res);
+	sim_link_res(s, dst, x->src, x->rres);
+	memcpy(x->lo, lo, sizeof x->lo);
+	memcpy(x->hi, hi, sizeof x->hi);
+	x->next_same = w->heads[hk];
+	w->heads[hk] = w->nxf;
+	/* A received input is kept until its first consumer's backward. */
+	w->act_bytes[gc] += bytes;
+	*out = w->nxf++;
+	return AP_OK;
+}
+
+/* A local source: the producer shard gp feeds gc's forward, gc feeds
+ * gp's backward (unless gp is an input, which has no gradient). */
+static int add_local(struct sim_work *w, int gp, int gc, int no_grad, int np[2])
+{
+	int st = add_pair(&w->pairs, &w->cap_pairs, &np[0], gc, gp);
+
+	if (!st && !no_grad)
+		st = add_pair(&w->bpairs, &w->cap_bpairs, &np[1], gp, gc);
+	return st;
+}
+
+/* Consumer op c reading producer op p as its input k.  Per dim of the
+ * tensor, a consumer index ci (0 for a dim it needs whole) needs
+ * [span.a, span.b) and meets the producer shards span.first..last-1;
+ * every producer shard overlapping what a consumer shard needs becomes a
+ * source of its forward and, in reverse, the consumer a source of the
+ * producer's backward, through a transfer when their devices differ. */
+static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
+		   int np[2])
+{
+	struct sim_work *w = s->w;
+	const struct shape *t = &s->g->ops[p].out;
+	const int *dc = pl->ops[c].degree, *dp = pl->ops[p].degree;
+	int64_t mb_n = s->g->batch / w->m, lo[NDIMS], hi[NDIMS];
+	int stage = w->stage_pos[pl->ops[c].stage];
+	int no_grad = s->g->ops[p].kind == OP_INPUT;
+	int fol[NDIMS], ofs[NDIMS], ci[NDIMS] = { 0 }, n = 0, gc;
+
+	for (int d = 0; d < NDIMS; d++) {
+		fol[d] = shape_dim(t, d) >= 0 && op_input_follows(&s->g->ops[c], k, d);
+		ofs[d] = n;
+		n += fol[d] ? dc[d] : 1;
+	}
+	if (RESERVE(w, span, n))
+		return AP_EFAIL;
+	for (int d = 0; d < NDIMS; d++) {
+		int64_t sz = extent(t, d, mb_n);
+		int nd = fol[d] ? dc[d] : 1;
+
+		for (int i = 0; i < nd; i++) {
+			struct sim_span *sp = &w->span[ofs[d] + i];
+
+			sp->a = i * sz / nd;
+			sp->b = (i + 1) * sz / nd;
+			/* the producer shards whose [j*S/D, (j+1)*S/D) can meet
+			 * [a, b) */
+			sp->first = (int)(sp->a * dp[d] / sz);
+			sp->last = (int)((sp->b * dp[d] + sz - 1) / sz);
+			if (sp->last > dp[d])
+				sp->last = dp[d];
+		}
+	}
+	gc = w->shard_base[c];
+	do {
+		const struct sim_span *sp[NDIMS];
+		int first[NDIMS], last[NDIMS], pi[NDIMS], empty = 0;
+
+		for (int d = 0; d < NDIMS; d++) {
+			sp[d] = &w->span[ofs[d] + (fol[d] ? ci[d] : 0)];
+			pi[d] = first[d] = sp[d]->first;
+			last[d] = sp[d]->last;
+			empty |= first[d] >= last[d];
+		}
+		do {
+			int kp = 0, gp, st;
+			int64_t vol = 1;
+			const int64_t *plo, *phi;
+
+			if (empty)
+				break;
+			for (int d = 0; d < NDIMS; d++)
+				kp = kp * dp[d] + pi[d];
+			gp = w->shard_base[p] + kp;
+			plo = LO(w, gp);
+			phi = HI(w, gp);
+			for (int d = 0; d < NDIMS; d++) {
+				lo[d] = plo[d] > sp[d]->a ? plo[d] : sp[d]->a;
+				hi[d] = phi[d] < sp[d]->b ? phi[d] : sp[d]->b;
+				vol *= hi[d] > lo[d] ? hi[d] - lo[d] : 0;
+			}
+			if (vol <= 0)
+				continue;
+			if (w->shard_dev[gp] == w->shard_dev[gc]) {
+				st = add_local(w, gp, gc, no_grad, np);
+			} else {
+				int x;
+
+				st = find_xfer(s, gp, gc, c, stage, lo, hi,
+					       vol * BYTES_PER_ELEM, no_grad, &x);
+				if (!st)
+					st = add_pair(&w->pairs, &w->cap_pairs, &np[0], gc,
+						      SRC_XFER(x));
+				if (!st && !no_grad)
+					st = add_pair(&w->bpairs, &w->cap_bpairs, &np[1],
+						      gp, SRC_XFER(x));
+			}
+			if (st)
+				return st;
+		} while (next_coord(pi, first, last));
+		gc++;
+	} while (next_coord(ci, NULL, dc));
+	return AP_OK;
+}
+
+/* Producer by producer, so transfers can be shared through heads[]. */
+static int layout_transfers(struct sim *s, const struct plan *pl)
+{
+	const struct graph *g = s->g;
+	struct sim_work *w = s->w;
+	int np[2] = { 0, 0 }, st = AP_OK, n;
+
+	w->nxf = 0;
+	for (int p = 0; p < g->nops && !st; p++) {
+		if (RESERVE(w, heads, pl->ops[p].ndev))
+			return AP_EFAIL;
+		for (int k = 0; k < pl->ops[p].ndev; k++)
+			w->heads[k] = -1;
+		for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1] && !st; e++) {
+			int c = w->cons[e];
+
+			/* An op reading p twice is listed twice: all of its
+			 * inputs from p are handled at the first. */
+			if (e > w->cons_ofs[p] && w->cons[e - 1] == c)
+				continue;
+			for (int k = 0; k < g->ops[c].nin && !st; k++)
+				if (g->ops[c].in[k] == p)
+					st = connect(s, pl, p, c, k, np);
+		}
+	}
+	if (!st)
+		st = CSR(w, w->pairs, np[0], w->nshards, fsrc);
+	if (!st)
+		st = CSR(w, w->bpairs, np[1], w->nshards, bsrc);
+	/* Which transfers to start after which op's forward and backward. */
+	n = 0;
+	for (int t = 0; t < w->nxf && !st; t++)
+		st = add_pair(&w->pairs, &w->cap_pairs, &n, w->shard_op[w->xf[t].prod], t);
+	if (!st)
+		st = CSR(w, w->pairs, n, g->nops, xff);
+	n = 0;
+	for (int t = 0; t < w->nxf && !st; t++)
+		if (!w->xf[t].no_grad)
+			st = add_pair(&w->pairs, &w->cap_pairs, &n, w->xf[t].emit_op, t);
+	if (!st)
+		st = CSR(w, w->pairs, n, g->nops, xfb);
+	return st;
+}
+
+/* --- the order of the schedule ------------------------------------------- */
+
+/*
+ * Every stage's forward and backward of every micro-batch is an item with
+ * a key; items run in key order, and that order is each resource's order
+ * of work (sim_sched.c).  The keys are the start slots of the schedule
+ * when every stage's forward and backward take one slot, with d the
+ * stage's depth and K the number of depths:
+ *   gpipe  F(j, d) = j + d                 B(j, d) = m + K + j + K - 1 - d
+ *   1f1b   F(j, d) = d + j  (j <= K-1-d)   B(j, d) = 2K - 1 - d + 2j
+ *                  = d + 2j (j > K-1-d)
+ * For 1F1B this is PipeDream-Flush (Narayanan et al., ICML 2021, fig. 3):
+ * K - 1 - d warm-up forwards, one forward and one backward alternating,
+ * then the remaining backwards.  Both keys rise with d in the forward and
+ * fall with d in the backward, and F(j, d) < B(j, d'), so every task comes
+ * after all it depends on: the order is a topological one, which is what
+ * lets the scheduler compute every start time in one pass.
+ */
+static int64_t item_key(enum sched_kind k, int64_t K, int64_t m, int64_t d,
+			int64_t j, int bwd)
+{
+	if (k == SCHED_GPIPE)
+		return bwd ? m + K + j + K - 1 - d : j + d;
+	if (bwd)
+		return 2 * K - 1 - d + 2 * j;
+	return j <= K - 1 - d ? d + j : d + 2 * j;
+}
+
+static int cmp_item(const void *pa, const void *pb)
+{
+	const struct sim_item *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	if (a->bwd != b->bwd)
+		return a->bwd - b->bwd;
+	if (a->stage != b->stage)
+		return a->stage - b->stage;
+	return a->mb - b->mb;
+}
+
+static int layout_items(struct sim *s, const struct plan *pl)
+{
+	struct sim_work *w = s->w;
+	int n = 0, K = w->depth_max + 1;
+
+	if (RESERVE(w, items, (size_t)2 * w->nstages * w->m))
+		return AP_EFAIL;
+	for (int st = 0; st < w->nstages; st++)
+		for (int j = 0; j < w->m; j++)
+			for (int bwd = 0; bwd < 2; bwd++) {
+				struct sim_item *it = &w->items[n++];
+
+				it->stage = st;
+				it->mb = j;
+				it->bwd = bwd;
+				it->key = item_key(pl->sched, K, w->m,
+						   w->stage_depth[st], j, bwd);
+			}
+	qsort(w->items, (size_t)n, sizeof *w->items, cmp_item);
+	w->nitems = n;
+	return AP_OK;
+}
+
+int sim_layout(struct sim *s, const struct plan *pl)
+{
+	int st = check_plan(s, pl);
+
+	if (st)
+		return st;
+	s->w->m = pl->microbatches;
+	st = layout_stages(s, pl);
+	if (!st)
+		st = layout_stage_ops(s, pl);
+	if (!st)
+		st = layout_shards(s, pl);
+	if (!st)
+		st = layout_transfers(s, pl);
+	if (!st)
+		st = sim_layout_groups(s, pl);
+	if (!st)
+		st = layout_items(s, pl);
+	return st;
+}
