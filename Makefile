@@ -78,7 +78,7 @@ $(shell mkdir -p $(BUILD))
 $(file > $(FLAGS_FILE),$(FLAGS_NOW))
 endif
 
-.PHONY: all deps test check-asan bench install clean
+.PHONY: all deps test check-asan bench figures install clean
 all: deps $(BIN)
 
 deps:
@@ -110,12 +110,18 @@ test: deps $(BIN) $(TESTS)
 check-asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT='-O1 -g' test
 
-# The planner benchmark lands with the simulator; until then the main job
-# is the zoo's accounting on the shipped data.
+# The main job: every cell of bench/default.matrix planned, validated and
+# simulated into results/bench.csv (from scratch; `autopar bench` itself
+# resumes an interrupted file), then the figures.
 bench: all
 	@mkdir -p results
-	$(BIN) models --csv > results/zoo.csv.tmp && mv results/zoo.csv.tmp results/zoo.csv
-	@echo "bench: wrote results/zoo.csv (planner benchmarks come with the simulator)"
+	@rm -f results/bench.csv.new
+	$(BIN) bench bench/default.matrix -o results/bench.csv.new
+	@mv results/bench.csv.new results/bench.csv
+	@$(MAKE) --no-print-directory figures
+
+figures: all
+	scripts/figures results/bench.csv
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/autopar

@@ -117,9 +117,11 @@ int results_read(const char *path, struct results *t)
 
 static void put_num(FILE *f, double x)
 {
+	/* six significant digits: the simulator is no more precise, and the
+	 * CSV stays readable */
 	fputc(',', f);
 	if (!isnan(x))
-		csvio_put_number(f, x, 1);
+		fprintf(f, "%.6g", x);
 }
 
 static int write_rows(FILE *f, void *ctx)

@@ -18,6 +18,7 @@ extern const struct command cmd_models;
 extern const struct command cmd_clusters;
 extern const struct command cmd_planners;
 extern const struct command cmd_plan;
+extern const struct command cmd_bench;
 extern const struct command cmd_sim;
 extern const struct command cmd_check;
 extern const struct command cmd_profile;

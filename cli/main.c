@@ -14,6 +14,7 @@ static const struct command *const commands[] = {
 	&cmd_clusters,
 	&cmd_planners,
 	&cmd_plan,
+	&cmd_bench,
 	&cmd_sim,
 	&cmd_check,
 	&cmd_profile,

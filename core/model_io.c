@@ -743,8 +743,14 @@ int model_load(const char *arg, int64_t batch, struct graph *g)
 
 	if (strncmp(arg, "pipedream/", 10) == 0 && !strchr(arg + 10, '/') &&
 	    (n < 4 || strcmp(arg + n - 4, ".txt"))) {
+		int rc;
+
 		snprintf(path, sizeof path, "%s/profiles/%s.txt", datadir(), arg);
-		return pipedream_read(path, batch, g);
+		rc = pipedream_read(path, batch, g);
+		/* the name plans and results carry must load the same graph */
+		if (!rc)
+			snprintf(g->name, sizeof g->name, "%s", arg);
+		return rc;
 	}
 	if (n > 4 && strcmp(arg + n - 4, ".txt") == 0)
 		return pipedream_read(arg, batch, g);

@@ -4,6 +4,7 @@
 if (term eq 'png') set terminal pngcairo size 1100,520 font 'sans,10'; \
 else set terminal svg size 1100,520 font 'sans,10'
 set output outfile
+set termoption noenhanced
 set datafile missing '?'
 set title sprintf('Predicted throughput relative to data parallelism on %s', cluster)
 set ylabel 'samples/s relative to dp'

@@ -1,0 +1,222 @@
+/*
+ * `autopar bench [MATRIX] [-o FILE]`: every cell of a benchmark matrix is
+ * planned, validated and simulated, and appended as one row of the results
+ * CSV (bench/results.h).  A cell that fails (no plan, the plan does not fit)
+ * records its reason in its row instead of stopping the run; the CSV is
+ * rewritten after every row, so an interrupted run keeps what it finished
+ * and a rerun skips those cells.  Benchmarks check before they time: every
+ * plan is validated before it is simulated.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "commands.h"
+#include "datadir.h"
+#include "err.h"
+#include "load.h"
+#include "matrix.h"
+#include "model_io.h"
+#include "planner.h"
+#include "results.h"
+#include "sim.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The profile of the previous cell is kept: cells come grouped by cluster. */
+struct profile_cache {
+	char name[PLAN_NAME_LEN];
+	struct profile p;
+	int loaded;
+};
+
+static int cached_profile(struct profile_cache *pc, const struct cluster *c)
+{
+	char used[PLAN_NAME_LEN];
+	int rc;
+
+	if (pc->loaded && !strcmp(pc->name, c->profile))
+		return AP_OK;
+	if (pc->loaded)
+		profile_release(&pc->p);
+	pc->loaded = 0;
+	profile_init(&pc->p);
+	rc = load_profile(NULL, c, &pc->p, used, sizeof used);
+	if (!rc) {
+		snprintf(pc->name, sizeof pc->name, "%s", used);
+		pc->loaded = 1;
+	}
+	return rc;
+}
+
+static double stat_or_nan(const struct plan *pl, const char *name)
+{
+	for (int i = 0; i < pl->nstats; i++)
+		if (!strcmp(pl->stat_name[i], name))
+			return pl->stat_value[i];
+	return NAN;
+}
+
+/* Plans and simulates one cell whose model and cluster are loaded. */
+static int eval(const struct bench_cell *cell, const struct graph *g,
+		const struct cluster *c, struct profile_cache *pc, struct bench_row *row)
+{
+	const struct planner *pl = planner_find(cell->planner);
+	struct planner_input in = { .g = g, .c = c, .budget_s = cell->budget_s,
+				    .seed = cell->seed };
+	struct plan plan;
+	struct sim s;
+	struct sim_result r;
+	int rc;
+
+	rc = cached_profile(pc, c);
+	if (rc)
+		return rc;
+	snprintf(row->profile, sizeof row->profile, "%s", pc->name);
+	in.p = &pc->p;
+	plan_init(&plan);
+	rc = planner_run(pl, &in, pc->name, &plan);
+	if (rc)
+		goto out;
+	row->search_s = plan.search_s;
+	row->planner_est_ms = stat_or_nan(&plan, "planner_est_ms");
+	row->bound_ms = stat_or_nan(&plan, "bound_ms");
+	row->gap = stat_or_nan(&plan, "gap");
+	rc = sim_init(&s, g, &pc->p, c);
+	if (rc)
+		goto out;
+	rc = sim_run(&s, &plan, NULL, &r);
+	if (!rc) {
+		row->pred_iter_ms = 1e3 * r.iter_s;
+		row->pred_samples_s = r.samples_per_s;
+		row->peak_mem_bytes = (double)r.peak_mem_bytes;
+		row->bubble = r.bubble;
+		if (r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes)
+			rc = ap_err(AP_EINPUT, pl->name, 0, "peak memory %lld bytes on device %d "
+				    "exceeds its %lld", (long long)r.peak_mem_bytes, r.peak_dev,
+				    (long long)r.mem_bytes);
+	}
+	sim_release(&s);
+out:
+	plan_release(&plan);
+	return rc;
+}
+
+static void progress(int done, int total, double t0, int ran, int tty)
+{
+	double el = now_s() - t0, left = ran ? el / ran * (total - done) : 0;
+
+	if (tty)
+		fprintf(stderr, "\rbench: %d/%d cells, %.0f s, ~%.0f s left   ", done, total,
+			el, left);
+	else if (done == total || done % 50 == 0)
+		fprintf(stderr, "bench: %d/%d cells, %.0f s, ~%.0f s left\n", done, total, el,
+			left);
+	if (tty && done == total)
+		fputc('\n', stderr);
+}
+
+static int run(int argc, char **argv)
+{
+	const char *mpath = NULL, *outf = "results/bench.csv";
+	char def[4096];
+	const struct opt opts[] = {
+		{ "-o", "--output", OPT_STR, &outf },
+		{ 0 },
+	};
+	struct profile_cache pc = { .loaded = 0 };
+	struct matrix m;
+	struct results t;
+	int rc, npos, ran = 0, failed = 0, tty = isatty(2);
+	double t0 = now_s();
+
+	rc = args_parse("bench", argc, argv, opts, &mpath, 1, &npos);
+	if (rc)
+		return rc;
+	if (!mpath)
+		mpath = datapath(def, sizeof def, "bench/default.matrix");
+	rc = matrix_read(mpath, &m);
+	if (rc)
+		return rc;
+	rc = results_read(outf, &t);
+	if (rc)
+		goto out;
+	for (int i = 0; i < m.ncells && !rc; i++) {
+		const struct bench_cell *cell = &m.cells[i];
+		struct bench_row row;
+		struct graph g;
+		struct cluster c;
+		int st;
+
+		bench_row_init(&row);
+		snprintf(row.model, sizeof row.model, "%s", cell->model);
+		snprintf(row.cluster, sizeof row.cluster, "%s", cell->cluster);
+		snprintf(row.planner, sizeof row.planner, "%s", cell->planner);
+		row.seed = cell->seed;
+		row.budget_s = cell->budget_s;
+		ap_err_quiet(1);
+		st = model_load(cell->model, cell->batch, &g);
+		row.batch = st ? cell->batch : g.batch;
+		if (!st && results_find(&t, cell->model, g.batch, cell->cluster, cell->planner,
+					cell->seed) >= 0) {
+			ap_err_quiet(0);
+			graph_release(&g);
+			progress(i + 1, m.ncells, t0, ran, tty);
+			continue;
+		}
+		if (!st) {
+			st = load_cluster(cell->cluster, &c);
+			if (!st)
+				st = eval(cell, &g, &c, &pc, &row);
+			graph_release(&g);
+		}
+		ap_err_quiet(0);
+		row.ok = st == AP_OK;
+		if (!row.ok) {
+			snprintf(row.error, sizeof row.error, "%s", ap_last_error());
+			failed++;
+		}
+		if (row.batch <= 0)
+			row.batch = 1;
+		ran++;
+		rc = results_add(&t, &row);
+		if (!rc) {
+			results_speedups(&t);
+			rc = results_write(outf, &t);
+		}
+		progress(i + 1, m.ncells, t0, ran, tty);
+	}
+	if (!rc)
+		printf("%s: %d rows (%d new, %d failed with their reason in the row) in %.1f s\n",
+		       outf, t.n, ran, failed, now_s() - t0);
+	results_release(&t);
+out:
+	if (pc.loaded)
+		profile_release(&pc.p);
+	matrix_release(&m);
+	return rc;
+}
+
+const struct command cmd_bench = {
+	.name = "bench",
+	.summary = "plan and simulate a benchmark matrix into a results CSV",
+	.usage = "usage: autopar bench [MATRIX] [-o FILE]\n\n"
+		 "Plans, validates and simulates every cell of MATRIX (default\n"
+		 "bench/default.matrix; format in bench/matrix.h) and writes one CSV row\n"
+		 "per cell to FILE (default results/bench.csv): search time, predicted\n"
+		 "iteration time and samples/s, peak memory, bubble, the planner's own\n"
+		 "estimate and bound where it has them, and the speedup over dp. Cells\n"
+		 "already in FILE are skipped, so an interrupted run resumes; a failed\n"
+		 "cell records its reason in its row.\n\n"
+		 "  -o, --output FILE   the results CSV\n",
+	.run = run,
+};
