@@ -14,6 +14,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "datadir.h"
 #include "csvio.h"
 #include "err.h"
 #include "load.h"
@@ -112,6 +113,23 @@ static void print_csv(const struct inputs *in, const struct sim_result *r,
 	putchar('\n');
 }
 
+/* Per-device peak memory by kind, one row per device, for plotting. */
+static int write_memory(FILE *f, void *ctx)
+{
+	const struct sim_result *r = ctx;
+
+	fputs("# device\tweights\tgrads\topt_state\tstash\tact\tworkspace\tpeak\n", f);
+	for (int d = 0; d < r->ndev; d++) {
+		const struct sim_mem *m = &r->mem[d];
+
+		fprintf(f, "%d\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\n", d,
+			(long long)m->weights, (long long)m->grads, (long long)m->opt_state,
+			(long long)m->stash, (long long)m->act, (long long)m->workspace,
+			(long long)m->peak);
+	}
+	return ferror(f) ? AP_EFAIL : AP_OK;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -189,6 +207,7 @@ static int load_inputs(struct inputs *in, const char *model, const char *cspec,
 static int run(int argc, char **argv)
 {
 	const char *model = NULL, *cspec = NULL, *prof = NULL, *trace = NULL;
+	const char *timeline = NULL, *memf = NULL;
 	const char *optname = "sgd";
 	long long repeat = 0, microbatches = 0;
 	int csv = 0, npos, st;
@@ -198,6 +217,8 @@ static int run(int argc, char **argv)
 		{ "-c", "--cluster", OPT_STR, &cspec },
 		{ "-p", "--profile", OPT_STR, &prof },
 		{ NULL, "--trace", OPT_STR, &trace },
+		{ NULL, "--timeline", OPT_STR, &timeline },
+		{ NULL, "--memory", OPT_STR, &memf },
 		{ NULL, "--csv", OPT_FLAG, &csv },
 		{ NULL, "--optimizer", OPT_STR, &optname },
 		{ NULL, "--microbatches", OPT_POS_INT, &microbatches },
@@ -220,7 +241,7 @@ static int run(int argc, char **argv)
 	if (sim_optimizer_parse(optname, &o.optimizer) != 0)
 		return ap_err(AP_EINPUT, "--optimizer", 0,
 			      "unknown optimizer '%s' (expected sgd or adam)", optname);
-	o.record = trace != NULL;
+	o.record = trace || timeline;
 	st = load_inputs(&in, model, cspec, prof, microbatches);
 	if (!st)
 		st = sim_init(&s, &in.g, &in.p, &in.c);
@@ -228,6 +249,10 @@ static int run(int argc, char **argv)
 		st = sim_run(&s, &in.pl, &o, &r);
 	if (!st && trace)
 		st = sim_trace_write(&s, trace);
+	if (!st && timeline)
+		st = sim_timeline_write(&s, timeline);
+	if (!st && memf)
+		st = write_atomic(memf, write_memory, &r);
 	if (!st) {
 		if (csv)
 			print_csv(&in, &r, o.optimizer);
@@ -262,6 +287,8 @@ const struct command cmd_sim = {
 		 "  -c, --cluster C     preset name or inline spec (4x4:v100,inter=10Gb/s)\n"
 		 "  -p, --profile P     profile directory: a name under profiles/ or a path\n"
 		 "  --trace FILE        write the timeline as Chrome trace JSON\n"
+		 "  --timeline FILE     the same tasks as tab-separated columns\n"
+		 "  --memory FILE       per-device peak memory by kind, tab-separated\n"
 		 "  --csv               a header row and one row of numbers (SI units)\n"
 		 "  --optimizer O       sgd (with momentum, default) or adam: the state\n"
 		 "                      the update reads and keeps in memory\n"

@@ -134,5 +134,8 @@ int sim_nresources(const struct sim *s);
  * atomically: one complete ("X") event per task, ts and dur in
  * microseconds, pid the resource, plus metadata naming the resources. */
 int sim_trace_write(const struct sim *s, const char *path);
+/* The same tasks as tab-separated columns (res, resource name, start_ms,
+ * end_ms, kind, micro-batch, operator), for gnuplot. */
+int sim_timeline_write(const struct sim *s, const char *path);
 
 #endif

@@ -83,12 +83,45 @@ static int write_trace(FILE *f, void *ctx)
 	return ferror(f) ? ap_err(AP_EFAIL, NULL, 0, "trace: write failed") : AP_OK;
 }
 
-int sim_trace_write(const struct sim *s, const char *path)
+/* The same tasks as a table for plotting tools that do not read JSON:
+ * resource, its name, start and end in ms, kind, micro-batch, operator. */
+static int write_timeline(FILE *f, void *ctx)
+{
+	const struct sim *s = ctx;
+	const struct sim_task *tasks;
+	int64_t n;
+	char name[64];
+
+	tasks = sim_tasks(s, &n);
+	fputs("# res\tresource\tstart_ms\tend_ms\tkind\tmb\top\n", f);
+	for (int64_t k = 0; k < n; k++) {
+		const struct sim_task *t = &tasks[k];
+
+		sim_resource_name(s, t->res, name, sizeof name);
+		fprintf(f, "%d\t%s\t%.6f\t%.6f\t%s\t%d\t%s\n", t->res, name, t->start_s * 1e3,
+			(t->start_s + t->dur_s) * 1e3, sim_task_kind_name(t->kind), t->mb,
+			t->op >= 0 ? s->g->ops[t->op].name : "-");
+	}
+	return ferror(f) ? ap_err(AP_EFAIL, NULL, 0, "timeline: write failed") : AP_OK;
+}
+
+static int write_recorded(const struct sim *s, const char *path,
+			  int (*fn)(FILE *f, void *ctx))
 {
 	int64_t n;
 
 	if (!sim_tasks(s, &n))
 		return ap_err(AP_EINPUT, path, 0,
 			      "no tasks to write (run the simulation with sim_opts.record set)");
-	return write_atomic(path, write_trace, (void *)s);
+	return write_atomic(path, fn, (void *)s);
+}
+
+int sim_trace_write(const struct sim *s, const char *path)
+{
+	return write_recorded(s, path, write_trace);
+}
+
+int sim_timeline_write(const struct sim *s, const char *path)
+{
+	return write_recorded(s, path, write_timeline);
 }
