@@ -7,12 +7,13 @@
 #include "err.h"
 #include "planner.h"
 
-extern const struct planner planner_single, planner_dp, planner_owt;
+extern const struct planner planner_single, planner_dp, planner_owt, planner_exhaustive;
 
 const struct planner *const planners[] = {
 	&planner_single,
 	&planner_dp,
 	&planner_owt,
+	&planner_exhaustive,
 };
 const int nplanners = sizeof planners / sizeof planners[0];
 
