@@ -118,6 +118,7 @@ bench: all
 	@rm -f results/bench.csv.new
 	$(BIN) bench bench/default.matrix -o results/bench.csv.new
 	@mv results/bench.csv.new results/bench.csv
+	bench/sim-speed
 	@$(MAKE) --no-print-directory figures
 
 figures: all

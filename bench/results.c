@@ -69,9 +69,9 @@ static int parse_row(const struct csvio_rec *rec, const char *path, struct bench
 	snprintf(r->error, sizeof r->error, "%s", f[18]);
 	errno = 0;
 	r->batch = strtoll(f[1], &end, 10);
-	if (*end || errno || r->batch <= 0)
-		return ap_err(AP_EINPUT, path, rec->line, "batch '%s' is not a positive integer",
-			      f[1]);
+	if (*end || errno || r->batch < 0)
+		return ap_err(AP_EINPUT, path, rec->line, "batch '%s' is not a non-negative "
+			      "integer", f[1]);
 	r->seed = strtoull(f[5], &end, 10);
 	if (*end || errno || !*f[5])
 		return ap_err(AP_EINPUT, path, rec->line, "seed '%s' is not an integer", f[5]);

@@ -20,7 +20,7 @@
 /* Numbers that do not apply are NAN (written as an empty field). */
 struct bench_row {
 	char model[128], cluster[128], profile[128], planner[64];
-	int64_t batch;
+	int64_t batch;        /* 0: the model did not load (its own batch) */
 	uint64_t seed;
 	double budget_s;
 	int ok;

@@ -155,7 +155,7 @@ static int run(int argc, char **argv)
 		struct bench_row row;
 		struct graph g;
 		struct cluster c;
-		int st;
+		int st, prev;
 
 		bench_row_init(&row);
 		snprintf(row.model, sizeof row.model, "%s", cell->model);
@@ -165,9 +165,11 @@ static int run(int argc, char **argv)
 		row.budget_s = cell->budget_s;
 		ap_err_quiet(1);
 		st = model_load(cell->model, cell->batch, &g);
+		/* a model that does not load keeps the batch asked for (0 = its own) */
 		row.batch = st ? cell->batch : g.batch;
-		if (!st && results_find(&t, cell->model, g.batch, cell->cluster, cell->planner,
-					cell->seed) >= 0) {
+		prev = results_find(&t, cell->model, row.batch, cell->cluster, cell->planner,
+				    cell->seed);
+		if (prev >= 0 && t.rows[prev].ok) {
 			ap_err_quiet(0);
 			graph_release(&g);
 			progress(i + 1, m.ncells, t0, ran, tty);
@@ -185,10 +187,12 @@ static int run(int argc, char **argv)
 			snprintf(row.error, sizeof row.error, "%s", ap_last_error());
 			failed++;
 		}
-		if (row.batch <= 0)
-			row.batch = 1;
 		ran++;
-		rc = results_add(&t, &row);
+		/* a failed cell is tried again on a rerun and its row replaced */
+		if (prev >= 0)
+			t.rows[prev] = row;
+		else
+			rc = results_add(&t, &row);
 		if (!rc) {
 			results_speedups(&t);
 			rc = results_write(outf, &t);

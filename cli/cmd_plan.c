@@ -13,6 +13,28 @@
 #include "model_io.h"
 #include "plan.h"
 #include "planner.h"
+#include "sim.h"
+
+/* The simulator's prediction goes into the plan's "predicted" fields. */
+static int predict(const struct graph *g, const struct profile *p, const struct cluster *c,
+		   struct plan *plan)
+{
+	struct sim s;
+	struct sim_result r;
+	int rc = sim_init(&s, g, p, c);
+
+	if (rc)
+		return rc;
+	rc = sim_run(&s, plan, NULL, &r);
+	if (!rc) {
+		plan->pred_iter_ms = 1e3 * r.iter_s;
+		plan->pred_samples_per_s = r.samples_per_s;
+		plan->pred_peak_mem_bytes = r.peak_mem_bytes;
+		plan->pred_bubble = r.bubble;
+	}
+	sim_release(&s);
+	return rc;
+}
 
 static int run(int argc, char **argv)
 {
@@ -65,12 +87,14 @@ static int run(int argc, char **argv)
 				     .seed = seed };
 	rc = planner_run(pl, &in, used, &plan);
 	if (!rc)
+		rc = predict(&g, &p, &c, &plan);
+	if (!rc)
 		rc = plan_write(&plan, &g, outf);
 	if (!rc)
 		printf("%s: %s plan for %s on %s (profile %s, %s), %d stage%s, "
-		       "searched %.3f s\n", outf, pl->name, g.name, c.name, used,
-		       profile_kind(&p), plan.nstages, plan.nstages == 1 ? "" : "s",
-		       plan.search_s);
+		       "searched %.3f s, predicted %.3f ms per iteration\n", outf, pl->name,
+		       g.name, c.name, used, profile_kind(&p), plan.nstages,
+		       plan.nstages == 1 ? "" : "s", plan.search_s, plan.pred_iter_ms);
 out:
 	plan_release(&plan);
 	profile_release(&p);

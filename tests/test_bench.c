@@ -151,6 +151,40 @@ static void test_results(void **state)
 	ap_err_quiet(0);
 }
 
+/* The command: a second run over the same file adds nothing, a failed cell
+ * keeps its reason, and the file always parses. */
+static void test_command(void **state)
+{
+	const char *bin = getenv("AUTOPAR_BIN");
+	const char *mx = tmp_write("cmd.matrix", "models mlp nosuchmodel\nclusters cpu-1x2\n"
+				   "planners single dp\nend\n");
+	char cmd[4096], csv[600];
+	struct results t;
+
+	(void)state;
+	if (!bin || !*bin)
+		skip();
+	snprintf(csv, sizeof csv, "%s/cmd.csv", tmp_dir());
+	remove(csv);
+	snprintf(cmd, sizeof cmd, "'%s' bench '%s' -o '%s' >/dev/null 2>&1", bin, mx, csv);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(results_read(csv, &t), AP_OK);
+	assert_int_equal(t.n, 4);
+	assert_true(t.rows[0].ok && t.rows[1].ok);
+	assert_false(t.rows[2].ok);
+	assert_non_null(strstr(t.rows[2].error, "nosuchmodel"));
+	assert_true(t.rows[1].speedup_vs_dp == 1);
+	assert_true(t.rows[0].pred_iter_ms > 0);
+	results_release(&t);
+	/* the rerun skips the finished cells and retries the failed ones in
+	 * place */
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(results_read(csv, &t), AP_OK);
+	assert_int_equal(t.n, 4);
+	assert_false(t.rows[3].ok);
+	results_release(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -158,6 +192,7 @@ int main(void)
 		cmocka_unit_test(test_shipped_matrix),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_results),
+		cmocka_unit_test(test_command),
 	};
 
 	return cmocka_run_group_tests_name("bench", tests, NULL, NULL);
