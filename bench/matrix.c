@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "planner.h"
+#include "grow.h"
 
 #define MAXW 256
 
@@ -30,15 +31,8 @@ static char *keep(struct matrix *m, const char *s)
 {
 	char *d;
 
-	if (m->nstrings == m->scap) {
-		int cap = m->scap ? 2 * m->scap : 64;
-		char **v = realloc(m->strings, (size_t)cap * sizeof *v);
-
-		if (!v)
-			return NULL;
-		m->strings = v;
-		m->scap = cap;
-	}
+	if (grow(&m->strings, m->nstrings, &m->scap, sizeof *m->strings, 64))
+		return NULL;
 	d = strdup(s);
 	if (d)
 		m->strings[m->nstrings++] = d;
@@ -47,15 +41,8 @@ static char *keep(struct matrix *m, const char *s)
 
 static int add_cell(struct matrix *m, const struct bench_cell *c)
 {
-	if (m->ncells == m->cap) {
-		int cap = m->cap ? 2 * m->cap : 64;
-		struct bench_cell *v = realloc(m->cells, (size_t)cap * sizeof *v);
-
-		if (!v)
-			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		m->cells = v;
-		m->cap = cap;
-	}
+	if (grow(&m->cells, m->ncells, &m->cap, sizeof *m->cells, 64))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	m->cells[m->ncells++] = *c;
 	return AP_OK;
 }

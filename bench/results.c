@@ -13,6 +13,7 @@
 #include "csvio.h"
 #include "datadir.h"
 #include "err.h"
+#include "grow.h"
 
 static const char *const cols[] = {
 	"model", "batch", "cluster", "profile", "planner", "seed", "budget_s", "status",
@@ -40,15 +41,8 @@ void bench_row_init(struct bench_row *r)
 
 int results_add(struct results *t, const struct bench_row *r)
 {
-	if (t->n == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 64;
-		struct bench_row *v = realloc(t->rows, (size_t)cap * sizeof *v);
-
-		if (!v)
-			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		t->rows = v;
-		t->cap = cap;
-	}
+	if (grow(&t->rows, t->n, &t->cap, sizeof *t->rows, 64))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	t->rows[t->n++] = *r;
 	return AP_OK;
 }

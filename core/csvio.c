@@ -15,6 +15,7 @@
 #include <csv.h>
 
 #include "err.h"
+#include "grow.h"
 
 /* --- reading -------------------------------------------------------------- */
 
@@ -44,15 +45,8 @@ static void on_field(void *s, size_t len, void *data)
 		return;
 	if (rd->cur.nfield == 0)
 		rd->cur.line = rd->line;
-	if (rd->cur.nfield == rd->fcap) {
-		int cap = rd->fcap ? 2 * rd->fcap : 16;
-		char **f = realloc(rd->cur.field, sizeof *f * (size_t)cap);
-
-		if (!f)
-			goto nomem;
-		rd->cur.field = f;
-		rd->fcap = cap;
-	}
+	if (grow(&rd->cur.field, rd->cur.nfield, &rd->fcap, sizeof *rd->cur.field, 16))
+		goto nomem;
 	copy = malloc(len + 1);
 	if (!copy)
 		goto nomem;
@@ -132,15 +126,8 @@ static int keep_rec(const struct csvio_rec *r, void *ctx)
 	struct csvio_table *t = k->t;
 	struct csvio_rec *copy;
 
-	if (t->nrec == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 16;
-		struct csvio_rec *rec = realloc(t->rec, sizeof *rec * (size_t)cap);
-
-		if (!rec)
-			goto nomem;
-		t->rec = rec;
-		t->cap = cap;
-	}
+	if (grow(&t->rec, t->nrec, &t->cap, sizeof *t->rec, 16))
+		goto nomem;
 	copy = &t->rec[t->nrec];
 	copy->line = r->line;
 	copy->nfield = 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "grow.h"
 
 static const char *const dim_names[NDIMS] = { "n", "c", "h", "w", "l" };
 
@@ -67,15 +68,8 @@ void graph_free(struct graph *g)
 
 int graph_add(struct graph *g, const struct op *op)
 {
-	if (g->nops == g->cap) {
-		int cap = g->cap ? 2 * g->cap : 64;
-		struct op *ops = realloc(g->ops, (size_t)cap * sizeof *ops);
-
-		if (!ops)
-			return -1;
-		g->ops = ops;
-		g->cap = cap;
-	}
+	if (grow(&g->ops, g->nops, &g->cap, sizeof *g->ops, 64))
+		return -1;
 	g->ops[g->nops] = *op;
 	return g->nops++;
 }

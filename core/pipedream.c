@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "model_io.h"
+#include "grow.h"
 
 struct pd_node {
 	char name[NAME_LEN];
@@ -133,15 +134,8 @@ static int add_node(struct pd *pd, char *line, int lineno)
 		return ap_err(AP_EINPUT, pd->path, lineno, "bad node name '%s'", line);
 	if (find(pd, line) >= 0)
 		return ap_err(AP_EINPUT, pd->path, lineno, "node '%s' defined twice", line);
-	if (pd->n == pd->cap) {
-		int cap = pd->cap ? 2 * pd->cap : 64;
-		struct pd_node *v = realloc(pd->v, (size_t)cap * sizeof *v);
-
-		if (!v)
-			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		pd->v = v;
-		pd->cap = cap;
-	}
+	if (grow(&pd->v, pd->n, &pd->cap, sizeof *pd->v, 64))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	nd = &pd->v[pd->n];
 	memset(nd, 0, sizeof *nd);
 	snprintf(nd->name, sizeof nd->name, "%s", line);
@@ -181,15 +175,8 @@ static int add_edge(struct pd *pd, char *line, int lineno)
 	for (int k = 0; k < nd->nin; k++)
 		if (nd->in[k] == ia)
 			return 0; /* repeated edge */
-	if (nd->nin == nd->cap) {
-		int cap = nd->cap ? 2 * nd->cap : 4;
-		int *in = realloc(nd->in, (size_t)cap * sizeof *in);
-
-		if (!in)
-			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		nd->in = in;
-		nd->cap = cap;
-	}
+	if (grow(&nd->in, nd->nin, &nd->cap, sizeof *nd->in, 4))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	nd->in[nd->nin++] = ia;
 	return 0;
 }

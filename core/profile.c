@@ -43,6 +43,7 @@
 #include "datadir.h"
 #include "err.h"
 #include "roofline.h"
+#include "grow.h"
 
 #define OPS_HEADER "signature,fwd_us,bwd_us,workspace_bytes,source"
 #define OPS_NCOLS 5
@@ -179,16 +180,9 @@ int profile_put(struct profile *p, const char *sig, double fwd_us,
 		r = &p->rows[p->hash[s]];
 		count_row(p, r, -1);
 	} else {
-		if (p->nrows == p->cap) {
-			int cap = p->cap ? 2 * p->cap : 256;
-			struct prof_row *rows = realloc(p->rows, sizeof *rows * (size_t)cap);
-
-			if (!rows) {
-				rc = ap_err(AP_EFAIL, NULL, 0, "out of memory for profile rows");
-				goto out;
-			}
-			p->rows = rows;
-			p->cap = cap;
+		if (grow(&p->rows, p->nrows, &p->cap, sizeof *p->rows, 256)) {
+			rc = ap_err(AP_EFAIL, NULL, 0, "out of memory for profile rows");
+			goto out;
 		}
 		r = &p->rows[p->nrows];
 		r->sig = strdup(sig);
@@ -313,16 +307,8 @@ static int check_row(const struct csvio_rec *r, void *ctx)
 		return ap_err(AP_EINPUT, st->path, r->line,
 			      "duplicate signature '%s' (first on line %d)",
 			      field[0], st->row_line[dup - st->p->rows]);
-	if (st->p->nrows == st->row_line_cap) {
-		int cap = st->row_line_cap ? 2 * st->row_line_cap : 256;
-		int *rl = realloc(st->row_line, sizeof *rl * (size_t)cap);
-
-		if (!rl)
-			return ap_err(AP_EFAIL, NULL, 0, "out of memory reading '%s'",
-				      st->path);
-		st->row_line = rl;
-		st->row_line_cap = cap;
-	}
+	if (grow(&st->row_line, st->p->nrows, &st->row_line_cap, sizeof *st->row_line, 256))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory reading '%s'", st->path);
 	rc = profile_put(st->p, field[0], fwd, bwd, ws, analytic);
 	if (rc)
 		return rc;
