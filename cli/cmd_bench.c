@@ -10,9 +10,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "args.h"
 #include "commands.h"
 #include "datadir.h"
@@ -23,14 +23,6 @@
 #include "planner.h"
 #include "results.h"
 #include "sim.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The profile of the previous cell is kept: cells come grouped by cluster. */
 struct profile_cache {

@@ -10,9 +10,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "args.h"
+#include "clock.h"
 #include "commands.h"
 #include "datadir.h"
 #include "csvio.h"
@@ -128,14 +128,6 @@ static int write_memory(FILE *f, void *ctx)
 			(long long)m->peak);
 	}
 	return ferror(f) ? AP_EFAIL : AP_OK;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int cmp_double(const void *a, const void *b)

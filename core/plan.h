@@ -105,6 +105,11 @@ int plan_write(const struct plan *p, const struct graph *g, const char *path);
  * shards x 3 (weights, gradients, momentum) must fit it; activations are
  * the simulator's to check.  The first failure is reported naming path and
  * the field; AP_EINPUT. */
+/* Parameter bytes of one shard of op under po: parameters are indexed by
+ * the output channel (SOAP's parameter dim), so the c degree shards them
+ * and every other degree replicates them; measured bytes win. */
+int64_t plan_param_shard_bytes(const struct op *op, const struct plan_op *po);
+
 int plan_validate(const struct plan *p, const struct graph *g,
 		  const struct cluster *c, const char *path);
 

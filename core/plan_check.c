@@ -318,9 +318,7 @@ static int check_op(struct vctx *v, int i)
 	return AP_OK;
 }
 
-/* Parameters are indexed by the output channel (SOAP's parameter dim), so
- * an op's c degree shards them and every other degree replicates them. */
-static int64_t param_shard_bytes(const struct op *op, const struct plan_op *po)
+int64_t plan_param_shard_bytes(const struct op *op, const struct plan_op *po)
 {
 	int64_t bytes = op->params * BYTES_PER_ELEM;
 
@@ -344,7 +342,7 @@ static int check_memory(struct vctx *v)
 		return ap_err(AP_EFAIL, v->path, 0, "out of memory");
 	for (int i = 0; i < g->nops; i++) {
 		const struct plan_op *po = &v->p->ops[i];
-		int64_t b = param_shard_bytes(&g->ops[i], po);
+		int64_t b = plan_param_shard_bytes(&g->ops[i], po);
 
 		for (int k = 0; k < po->ndev; k++) {
 			int d = po->devices[k];

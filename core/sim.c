@@ -53,6 +53,7 @@
 
 #include "err.h"
 #include "sim_impl.h"
+#include "grow.h"
 
 static const char *const optimizer_names[NSIM_OPTIMIZERS] = {
 	[SIM_SGD] = "sgd",
@@ -99,18 +100,8 @@ const char *sim_task_kind_name(enum sim_task_kind k)
 
 int sim_reserve(void *pp, size_t *cap, size_t n, size_t size)
 {
-	void *p;
-	size_t want;
-
-	if (n <= *cap)
-		return AP_OK;
-	want = *cap * 2 > n ? *cap * 2 : n;
-	memcpy(&p, pp, sizeof p);
-	p = realloc(p, want * size);
-	if (!p)
+	if (reserve(pp, cap, n, size))
 		return ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
-	memcpy(pp, &p, sizeof p);
-	*cap = want;
 	return AP_OK;
 }
 

@@ -218,17 +218,6 @@ static void cuts(int64_t sz, int D, int64_t *cut)
 		cut[i] = i * sz / D;
 }
 
-/* Parameters are indexed by the output channel, so the c degree shards
- * them (the rule of plan_check.c's memory check). */
-static int64_t param_shard_bytes(const struct op *op, int dc)
-{
-	int64_t bytes = op->params * BYTES_PER_ELEM;
-
-	if (op->m.valid && op->m.param_bytes > 0)
-		bytes = op->m.param_bytes;
-	return (bytes + dc - 1) / dc;
-}
-
 static int layout_shards(struct sim *s, const struct plan *pl)
 {
 	const struct graph *g = s->g;
@@ -250,7 +239,7 @@ static int layout_shards(struct sim *s, const struct plan *pl)
 		return AP_EFAIL;
 	for (int i = 0; i < g->nops; i++) {
 		const struct plan_op *po = &pl->ops[i];
-		int64_t pb = param_shard_bytes(&g->ops[i], po->degree[DIM_C]);
+		int64_t pb = plan_param_shard_bytes(&g->ops[i], po);
 		int64_t *cut[NDIMS];
 		int idx[NDIMS] = { 0 }, gs = w->shard_base[i], ncut = 0;
 

@@ -3,17 +3,9 @@
  * planner fills in its decisions, the driver everything every plan shares.
  */
 #include <stdio.h>
-#include <time.h>
 
+#include "clock.h"
 #include "planner.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int planner_run(const struct planner *pl, const struct planner_input *in,
 		const char *profile_name, struct plan *out)

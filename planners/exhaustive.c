@@ -20,8 +20,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "err.h"
 #include "planner.h"
 #include "sim.h"
@@ -42,14 +42,6 @@ struct ex {
 	double deadline;
 	struct plan cand;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int follows(const struct op *op)
 {

@@ -67,7 +67,7 @@ static int refused_rightly(const struct graph *g, const struct cluster *c,
 		return 0;
 	for (int i = 0; i < g->nops; i++)
 		if (pl->ops[i].devices[0] == 0)
-			need += 3 * g->ops[i].params * BYTES_PER_ELEM / pl->ops[i].degree[DIM_C];
+			need += 3 * plan_param_shard_bytes(&g->ops[i], &pl->ops[i]);
 	return need > c->mem_bytes;
 }
 
