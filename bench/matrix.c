@@ -119,10 +119,18 @@ static int list_line(struct matrix *m, struct block *b, char **w, int nw,
 					b->planners[b->np++] = (char *)planners[k]->name;
 				continue;
 			}
-			if (!planner_find(w[i]))
-				return ap_err(AP_EINPUT, path, line, "unknown planner '%s' "
-					      "(expected 'all' or names from autopar planners)", w[i]);
-			b->planners[b->np++] = (char *)planner_find(w[i])->name;
+			const struct planner *pl;
+			struct planner_opts o;
+			char where[512], spec[PLAN_NAME_LEN], *s;
+
+			snprintf(where, sizeof where, "%s:%d", path, line);
+			if (planner_parse(w[i], where, &pl, &o))
+				return AP_EINPUT;
+			planner_spec(pl, &o, spec, sizeof spec);
+			s = keep(m, spec);
+			if (!s)
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			b->planners[b->np++] = s;
 		} else if (!strcmp(key, "batch")) {
 			if (number(w[i], 1, &v))
 				return ap_err(AP_EINPUT, path, line, "batch '%s' is not a "

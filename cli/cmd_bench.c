@@ -62,15 +62,18 @@ static double stat_or_nan(const struct plan *pl, const char *name)
 static int eval(const struct bench_cell *cell, const struct graph *g,
 		const struct cluster *c, struct profile_cache *pc, struct bench_row *row)
 {
-	const struct planner *pl = planner_find(cell->planner);
+	const struct planner *pl;
+	struct planner_opts opts;
 	struct planner_input in = { .g = g, .c = c, .budget_s = cell->budget_s,
-				    .seed = cell->seed };
+				    .seed = cell->seed, .opts = &opts };
 	struct plan plan;
 	struct sim s;
 	struct sim_result r;
 	int rc;
 
-	rc = cached_profile(pc, c);
+	rc = planner_parse(cell->planner, "bench", &pl, &opts);
+	if (!rc)
+		rc = cached_profile(pc, c);
 	if (rc)
 		return rc;
 	snprintf(row->profile, sizeof row->profile, "%s", pc->name);

@@ -5,6 +5,7 @@
  * the planner, the seed and the search time.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "args.h"
 #include "commands.h"
@@ -36,13 +37,48 @@ static int predict(const struct graph *g, const struct profile *p, const struct 
 	return rc;
 }
 
+/* The -P value, looked up before parsing so that the planner's own
+ * options can be accepted as long options. */
+static const char *planner_arg(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if ((!strcmp(argv[i], "-P") || !strcmp(argv[i], "--planner")) && i + 1 < argc)
+			return argv[i + 1];
+		if (!strncmp(argv[i], "--planner=", 10))
+			return argv[i] + 10;
+	}
+	return NULL;
+}
+
+/* Appends pl's options to the table at o[0..], ended by { 0 }. */
+static void planner_options(const struct planner *pl, struct opt *o,
+			    char lng[][PLANNER_OPT_LEN + 2], int *flags, const char **vals)
+{
+	int k = 0;
+
+	for (const struct planner_option *po = pl ? pl->options : NULL; po && po->name &&
+	     k < PLANNER_MAX_OPTIONS; po++, k++) {
+		snprintf(lng[k], PLANNER_OPT_LEN + 2, "--%s", po->name);
+		o[k] = po->type == POPT_FLAG ?
+			(struct opt){ NULL, lng[k], OPT_FLAG, &flags[k] } :
+			(struct opt){ NULL, lng[k], OPT_STR, &vals[k] };
+	}
+	o[k] = (struct opt){ 0 };
+}
+
 static int run(int argc, char **argv)
 {
 	const char *model = NULL, *cspec = NULL, *prof = NULL, *pname = NULL, *outf = NULL;
 	long long batch = 0;
 	double budget = 10;
 	uint64_t seed = 1;
-	const struct opt opts[] = {
+	char lng[PLANNER_MAX_OPTIONS][PLANNER_OPT_LEN + 2];
+	int flags[PLANNER_MAX_OPTIONS] = { 0 };
+	const char *vals[PLANNER_MAX_OPTIONS] = { 0 };
+	struct planner_opts popts = { 0 };
+	struct opt opts[9 + PLANNER_MAX_OPTIONS] = {
 		{ "-m", "--model", OPT_STR, &model },
 		{ "-c", "--cluster", OPT_STR, &cspec },
 		{ "-p", "--profile", OPT_STR, &prof },
@@ -51,7 +87,6 @@ static int run(int argc, char **argv)
 		{ NULL, "--budget", OPT_SECONDS, &budget },
 		{ NULL, "--seed", OPT_SEED, &seed },
 		{ "-o", "--output", OPT_STR, &outf },
-		{ 0 },
 	};
 	const struct planner *pl;
 	struct graph g;
@@ -65,6 +100,10 @@ static int run(int argc, char **argv)
 	graph_init(&g);
 	profile_init(&p);
 	plan_init(&plan);
+	pname = planner_arg(argc, argv);
+	if (pname && planner_parse(pname, "-P", &pl, &popts))
+		return AP_EINPUT;
+	planner_options(pname ? pl : NULL, opts + 8, lng, flags, vals);
 	rc = args_parse("plan", argc, argv, opts, NULL, 0, &npos);
 	if (rc)
 		return rc;
@@ -72,10 +111,10 @@ static int run(int argc, char **argv)
 		return ap_err(AP_EINPUT, "plan", 0,
 			      "expected -m MODEL, -c CLUSTER, -P PLANNER and -o PLAN.json "
 			      "(see autopar help plan)");
-	pl = planner_find(pname);
-	if (!pl)
-		return ap_err(AP_EINPUT, "-P", 0, "unknown planner '%s' (autopar planners "
-			      "lists them)", pname);
+	for (int k = 0; opts[8 + k].lng; k++)
+		if ((flags[k] || vals[k]) &&
+		    planner_opts_set(pl, &popts, opts[8 + k].lng + 2, vals[k], opts[8 + k].lng))
+			return AP_EINPUT;
 	rc = model_load(model, batch, &g);
 	if (!rc)
 		rc = load_cluster(cspec, &c);
@@ -84,7 +123,7 @@ static int run(int argc, char **argv)
 	if (rc)
 		goto out;
 	in = (struct planner_input){ .g = &g, .p = &p, .c = &c, .budget_s = budget,
-				     .seed = seed };
+				     .seed = seed, .opts = &popts };
 	rc = planner_run(pl, &in, used, &plan);
 	if (!rc)
 		rc = predict(&g, &p, &c, &plan);
@@ -92,7 +131,7 @@ static int run(int argc, char **argv)
 		rc = plan_write(&plan, &g, outf);
 	if (!rc)
 		printf("%s: %s plan for %s on %s (profile %s, %s), %d stage%s, "
-		       "searched %.3f s, predicted %.3f ms per iteration\n", outf, pl->name,
+		       "searched %.3f s, predicted %.3f ms per iteration\n", outf, plan.planner,
 		       g.name, c.name, used, profile_kind(&p), plan.nstages,
 		       plan.nstages == 1 ? "" : "s", plan.search_s, plan.pred_iter_ms);
 out:
@@ -106,7 +145,7 @@ const struct command cmd_plan = {
 	.name = "plan",
 	.summary = "run a planner and write its plan as JSON",
 	.usage = "usage: autopar plan -m MODEL -c CLUSTER [-p PROFILE] -P PLANNER [-b BATCH]\n"
-		 "                    [--budget SECONDS] [--seed N] -o PLAN.json\n\n"
+		 "                    [--budget SECONDS] [--seed N] [PLANNER OPTIONS] -o PLAN.json\n\n"
 		 "Runs PLANNER (see autopar planners) on MODEL for CLUSTER, validates\n"
 		 "the plan and writes it. Without -p the profile is the one the cluster\n"
 		 "names (autopar clusters), and the output says whether its rows are\n"
@@ -114,7 +153,9 @@ const struct command cmd_plan = {
 		 "  -m, --model M       zoo name, .model file or pipedream/NAME\n"
 		 "  -c, --cluster C     preset name or inline spec (4x4:v100,inter=10Gb/s)\n"
 		 "  -p, --profile P     profile directory: a name under profiles/ or a path\n"
-		 "  -P, --planner NAME  the planner\n"
+		 "  -P, --planner NAME  the planner; its options may follow the name,\n"
+		 "                      NAME:opt,opt=value, or be given as --opt [value]\n"
+		 "                      (autopar planners lists each planner's options)\n"
 		 "  -b, --batch N       batch size (default: the model's)\n"
 		 "  --budget S          search time budget in seconds (default 10)\n"
 		 "  --seed N            seed for randomised planners (default 1)\n"

@@ -5,7 +5,7 @@
  * The space: the operators, in topological order, cut into k contiguous
  * stages (k dividing the device count, each stage an equal block of
  * devices, chained by `next`), micro-batches m among the powers of two up
- * to 8 that divide the batch (m = 1 for one stage), and per operator one
+ * to 8 (by default) that divide the batch (m = 1 for one stage), and per operator one
  * configuration of its stage: whole on the stage's first device, or split
  * over all the stage's devices along the sample dim n or the feature dim c
  * (data and model parallelism; attribute splits are left to the searching
@@ -14,7 +14,8 @@
  * operators take their producer's configuration (splitting them differently
  * only adds transfers).  This space holds the plans of `single`, `dp` and
  * `owt` on power-of-two clusters, so exhaustive is never worse than they
- * are.  Instances whose space exceeds EX_MAX_PLANS are refused, and so is a
+ * are.  Options narrow the space: `whole` keeps every operator unsplit
+ * (pipelines only), `max-microbatches` bounds m.  Instances whose space exceeds EX_MAX_PLANS are refused, and so is a
  * search that runs past its budget: an oracle must be complete.
  */
 #include <math.h>
@@ -32,6 +33,7 @@ struct ex {
 	const struct planner_input *in;
 	struct sim s;
 	int k, m;              /* stages, micro-batches of the layout */
+	int whole, max_mb;     /* options: no splits; most micro-batches */
 	int *cut;              /* cut[s]: first op of stage s (cut[k] = nops) */
 	int *stage_of;
 	int *cfg;              /* per op: 0 whole, 1 + d split along dim d */
@@ -143,7 +145,7 @@ static int configs(struct ex *ex, int j)
 	op = &g->ops[ex->free_ops[j]];
 	ex->cfg[ex->free_ops[j]] = 0;
 	rc = configs(ex, j + 1);
-	for (int d = DIM_N; d <= DIM_C && !rc && per > 1; d++) {
+	for (int d = DIM_N; d <= DIM_C && !rc && per > 1 && !ex->whole; d++) {
 		if (!can_split(op, d, per, g->batch / ex->m))
 			continue;
 		ex->cfg[ex->free_ops[j]] = 1 + d;
@@ -188,7 +190,7 @@ static double space(const struct ex *ex, int ndev)
 			continue;
 		for (int t = 1; t < k; t++)
 			layouts = layouts * (g->nops - t) / t;
-		for (int j = 0; j < ex->nfree && per > 1; j++) {
+		for (int j = 0; j < ex->nfree && per > 1 && !ex->whole; j++) {
 			int c = 1;
 
 			for (int d = DIM_N; d <= DIM_C; d++)
@@ -204,9 +206,12 @@ static int plan_exhaustive(const struct planner_input *in, struct plan *out)
 {
 	const struct graph *g = in->g;
 	int ndev = cluster_ndevices(in->c), n = g->nops, rc;
-	struct ex ex = { .in = in, .best_s = INFINITY };
+	struct ex ex = { .in = in, .best_s = INFINITY, .whole = planner_flag(in, "whole"),
+			 .max_mb = (int)planner_real(in, "max-microbatches") };
 	double size;
 
+	if (ex.max_mb < 1)
+		return ap_err(AP_EINPUT, "exhaustive", 0, "max-microbatches must be at least 1");
 	ex.cut = calloc((size_t)ndev + 1, sizeof *ex.cut);
 	ex.best_cut = calloc((size_t)ndev + 1, sizeof *ex.best_cut);
 	ex.stage_of = calloc((size_t)n, sizeof *ex.stage_of);
@@ -238,7 +243,7 @@ static int plan_exhaustive(const struct planner_input *in, struct plan *out)
 		ex.k = k;
 		ex.cut[0] = 0;
 		ex.cut[k] = n;
-		for (int m = 1; m <= (k > 1 ? 8 : 1) && !rc; m *= 2) {
+		for (int m = 1; m <= (k > 1 ? ex.max_mb : 1) && !rc; m *= 2) {
 			if (g->batch % m)
 				continue;
 			ex.m = m;
@@ -271,4 +276,10 @@ const struct planner planner_exhaustive = {
 	.description = "every plan of a small instance, ranked by the simulator (test oracle)",
 	.anchor = "-",
 	.plan = plan_exhaustive,
+	.options = (const struct planner_option[]){
+		{ "whole", POPT_FLAG, NULL, NULL, "operators are never split: pipelines only" },
+		{ "max-microbatches", POPT_INT, "8", NULL,
+		  "micro-batches tried: powers of two up to this" },
+		{ 0 },
+	},
 };

@@ -10,6 +10,7 @@
 #ifndef AUTOPAR_PLANNER_H
 #define AUTOPAR_PLANNER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cluster.h"
@@ -17,12 +18,43 @@
 #include "plan.h"
 #include "profile.h"
 
+/* A planner's own options (options.c).  On the command line of
+ * `autopar plan` each is a long option (--straight, --beta 2); anywhere a
+ * planner is named (-P, a bench matrix) they follow its name as a spec,
+ * "pipedream:straight,schedule=1f1b-flush". */
+enum planner_opt_type {
+	POPT_FLAG,   /* present or not */
+	POPT_INT,    /* an integer */
+	POPT_REAL,   /* a finite number */
+	POPT_CHOICE, /* one word of choices */
+};
+
+struct planner_option {
+	const char *name;
+	enum planner_opt_type type;
+	const char *def;     /* the default as text; NULL for a flag */
+	const char *choices; /* POPT_CHOICE: "a|b|c" */
+	const char *help;    /* one line */
+};
+
+#define PLANNER_MAX_OPTIONS 8
+#define PLANNER_OPT_LEN 32
+
+/* Option values by name, as text; the driver completes them with the
+ * defaults before the planner runs, so every declared option has one. */
+struct planner_opts {
+	int n;
+	char name[PLANNER_MAX_OPTIONS][PLANNER_OPT_LEN];
+	char value[PLANNER_MAX_OPTIONS][PLANNER_OPT_LEN];
+};
+
 struct planner_input {
 	const struct graph *g;
 	const struct profile *p;
 	const struct cluster *c;
 	double budget_s; /* wall-clock budget of the search */
 	uint64_t seed;
+	const struct planner_opts *opts; /* NULL: every option at its default */
 };
 
 struct planner {
@@ -32,6 +64,7 @@ struct planner {
 	/* Fills stages, ops, schedule and micro-batches of out, which the
 	 * driver has sized with plan_alloc(). */
 	int (*plan)(const struct planner_input *in, struct plan *out);
+	const struct planner_option *options; /* ended by a NULL name; may be NULL */
 };
 
 extern const struct planner *const planners[];
@@ -39,9 +72,28 @@ extern const int nplanners;
 
 const struct planner *planner_find(const char *name);
 
-/* The driver: sizes out for in->g, runs pl timed, records the names of
- * the inputs (profile_name is the profile's name as the user gave it),
- * the planner, seed and search time, and validates the plan, so a plan that
+/* "NAME[:OPT[=VALUE][,OPT[=VALUE]...]]": the planner and its options,
+ * checked against its table; where names the source in messages. */
+int planner_parse(const char *spec, const char *where, const struct planner **pl,
+		  struct planner_opts *o);
+/* Sets one option of pl in o after checking its name and value. */
+int planner_opts_set(const struct planner *pl, struct planner_opts *o, const char *name,
+		     const char *value, const char *where);
+/* The canonical spec: the name, then the options that differ from their
+ * defaults in table order ("pipedream:straight"). */
+void planner_spec(const struct planner *pl, const struct planner_opts *o, char *buf,
+		  size_t len);
+/* Fills what o lacks with the defaults of pl's table (flags stay unset). */
+void planner_opts_complete(const struct planner *pl, struct planner_opts *o);
+/* The value of a declared option of the running planner. */
+const char *planner_opt(const struct planner_input *in, const char *name);
+int planner_flag(const struct planner_input *in, const char *name);
+double planner_real(const struct planner_input *in, const char *name);
+
+/* The driver: sizes out for in->g, completes in->opts with pl's defaults,
+ * runs pl timed, records the names of the inputs (profile_name is the
+ * profile's name as the user gave it), the planner's spec, seed and
+ * search time, and validates the plan, so a plan that
  * does not fit the devices' memory is refused with the numbers. */
 int planner_run(const struct planner *pl, const struct planner_input *in,
 		const char *profile_name, struct plan *out);

@@ -44,12 +44,15 @@ static int make_plan(const struct planner *pl, const char *model, const char *cs
 		     struct graph *g, struct cluster *c, struct profile *p, struct plan *out)
 {
 	struct planner_input in;
+	struct planner_opts o = { 0 };
 	int rc;
 
 	load(model, cspec, g, c, p);
 	plan_init(out);
 	assert_int_equal(plan_alloc(out, g, 1), AP_OK);
-	in = (struct planner_input){ .g = g, .p = p, .c = c, .budget_s = 1, .seed = 1 };
+	planner_opts_complete(pl, &o);
+	in = (struct planner_input){ .g = g, .p = p, .c = c, .budget_s = 1, .seed = 1,
+				     .opts = &o };
 	rc = pl->plan(&in, out);
 	if (rc == AP_OK)
 		snprintf(out->cluster, sizeof out->cluster, "%s", c->name);
@@ -218,10 +221,13 @@ static void test_command(void **state)
 	assert_int_not_equal(access(cmd, F_OK), 0);
 }
 
-/* Plans with the planner on the cluster's shipped profile and returns
- * the simulated iteration time (INFINITY when there is no plan). */
+/* Plans with the planner (a spec: name and options) on the cluster's
+ * shipped profile and returns the simulated iteration time (INFINITY when
+ * there is no plan). */
 static double simulated(const char *planner, const char *model, const char *cspec)
 {
+	const struct planner *pln;
+	struct planner_opts o;
 	struct graph g;
 	struct cluster c;
 	struct profile p;
@@ -233,8 +239,10 @@ static double simulated(const char *planner, const char *model, const char *cspe
 
 	load(model, cspec, &g, &c, &p);
 	plan_init(&pl);
-	in = (struct planner_input){ .g = &g, .p = &p, .c = &c, .budget_s = 60, .seed = 1 };
-	if (planner_run(planner_find(planner), &in, c.profile, &pl) == AP_OK) {
+	assert_int_equal(planner_parse(planner, "test", &pln, &o), AP_OK);
+	in = (struct planner_input){ .g = &g, .p = &p, .c = &c, .budget_s = 60, .seed = 1,
+				     .opts = &o };
+	if (planner_run(pln, &in, c.profile, &pl) == AP_OK) {
 		assert_int_equal(sim_init(&s, &g, &p, &c), AP_OK);
 		assert_int_equal(sim_run(&s, &pl, NULL, &r), AP_OK);
 		if (r.peak_mem_bytes <= r.mem_bytes)
@@ -278,6 +286,47 @@ static void test_exhaustive_oracle(void **state)
 	ap_err_quiet(0);
 }
 
+/* Planner options: specs parse, are checked against the planner's table,
+ * come back in canonical form, and reach the planner. */
+static void test_options(void **state)
+{
+	static const char *const bad[] = {
+		"exhaustive:nosuch", "exhaustive:whole=3", "exhaustive:max-microbatches",
+		"exhaustive:max-microbatches=x", "exhaustive:max-microbatches=1.5", "nosuch:whole",
+	};
+	const struct planner *pl;
+	struct planner_opts o;
+	char spec[PLAN_NAME_LEN];
+	const char *bin = getenv("AUTOPAR_BIN");
+	char cmd[2048];
+
+	(void)state;
+	ap_err_quiet(1);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (planner_parse(bad[i], "test", &pl, &o) != AP_EINPUT)
+			fail_msg("'%s' was accepted", bad[i]);
+	ap_err_quiet(0);
+	assert_int_equal(planner_parse("exhaustive:max-microbatches=8,whole", "t", &pl, &o), AP_OK);
+	planner_spec(pl, &o, spec, sizeof spec);
+	assert_string_equal(spec, "exhaustive:whole");
+	assert_int_equal(planner_parse("exhaustive:max-microbatches=2", "t", &pl, &o), AP_OK);
+	planner_spec(pl, &o, spec, sizeof spec);
+	assert_string_equal(spec, "exhaustive:max-microbatches=2");
+	/* whole plans are a subset: never better than the full space */
+	assert_true(simulated("exhaustive:whole", "mlp", "cpu-1x2") >=
+		    simulated("exhaustive", "mlp", "cpu-1x2") * (1 - 1e-12));
+	if (!bin || !*bin)
+		skip();
+	snprintf(cmd, sizeof cmd, "'%s' plan -m mlp -c cpu-1x2 -P exhaustive --whole "
+		 "--max-microbatches 2 -o '%s/o.json' >/dev/null && grep -q "
+		 "'\"planner\": \"exhaustive:whole,max-microbatches=2\"' '%s/o.json'",
+		 bin, tmp_dir(), tmp_dir());
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "'%s' plan -m mlp -c cpu-1x2 -P dp --whole -o '%s/o2.json' "
+		 "2>/dev/null", bin, tmp_dir());
+	assert_int_equal(WEXITSTATUS(system(cmd)), 2);
+}
+
 /* Krizhevsky's rationale: FC-heavy models on a slow network train faster
  * with model-parallel FC layers than with data parallelism. */
 static void test_owt_beats_dp(void **state)
@@ -303,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_command),
 		cmocka_unit_test(test_exhaustive_oracle),
 		cmocka_unit_test(test_owt_beats_dp),
+		cmocka_unit_test(test_options),
 	};
 
 	return cmocka_run_group_tests_name("planners", tests, NULL, NULL);
