@@ -88,7 +88,8 @@ struct gp_eval {
 };
 
 struct gp_cand {
-	int m, nst, ofs; /* its stages at ofs in gp.cst */
+	int m, nst, ofs; /* its stages at ofs in gp.cst (their devices) */
+	int lab;         /* the stage of each op at lab in gp.clab */
 	double est, target;
 };
 
@@ -129,6 +130,9 @@ struct gp {
 	struct gp_stage *cst;
 	size_t cap_cst;
 	int ncst;
+	int *clab;
+	size_t cap_clab;
+	int *leaf_of; /* each op's leaf */
 	double deadline;
 };
 
@@ -363,6 +367,7 @@ static void number(struct gp *gp, int id, size_t *tab)
 	x->tab = (int)*tab;
 	*tab += (size_t)(x->kind == GP_LEAF ? 2 : x->nkid + 1) * (gp->D + 1);
 	if (x->kind == GP_LEAF) {
+		gp->leaf_of[x->op] = id;
 		gp->at[x->op] = gp->nord;
 		gp->ord[gp->nord++] = x->op;
 	}
@@ -666,13 +671,22 @@ static int try_target(struct gp *gp, double T, const struct gp_devs *dv, int kee
 	if (st)
 		return st;
 	qsort(gp->cst + ofs, (size_t)(gp->ncst - ofs), sizeof *gp->cst, cmp_stage);
-	for (int c = 0; c < gp->ncand; c++)
-		if (gp->cand[c].m == gp->m && gp->cand[c].nst == gp->ncst - ofs &&
-		    !memcmp(gp->cst + gp->cand[c].ofs, gp->cst + ofs,
-			    (size_t)(gp->ncst - ofs) * sizeof *gp->cst)) {
+	if (reserve(&gp->clab, &gp->cap_clab, (size_t)(gp->ncand + 1) * gp->n, sizeof *gp->clab))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int s = ofs; s < gp->ncst; s++)
+		for (int q = gp->cst[s].a; q < gp->cst[s].b; q++)
+			gp->clab[(size_t)gp->ncand * gp->n + gp->ord[q]] = s - ofs;
+	for (int c = 0; c < gp->ncand; c++) {
+		int same = gp->cand[c].m == gp->m && gp->cand[c].nst == gp->ncst - ofs;
+
+		for (int s = 0; s < gp->ncst - ofs && same; s++)
+			same = gp->cst[gp->cand[c].ofs + s].d == gp->cst[ofs + s].d;
+		if (same && !memcmp(gp->clab + gp->cand[c].lab, gp->clab + (size_t)gp->ncand * gp->n,
+				    (size_t)gp->n * sizeof *gp->clab)) {
 			gp->ncst = ofs;
 			return 1;
 		}
+	}
 	for (int s = ofs; s < gp->ncst; s++) {
 		struct gp_run run;
 		struct gp_eval ev;
@@ -688,6 +702,7 @@ static int try_target(struct gp *gp, double T, const struct gp_devs *dv, int kee
 	cd = &gp->cand[gp->ncand++];
 	cd->m = gp->m;
 	cd->ofs = ofs;
+	cd->lab = (gp->ncand - 1) * gp->n;
 	cd->nst = gp->ncst - ofs;
 	cd->target = T;
 	/* synchronous 1F1B: fill and drain along the latency, then the
@@ -761,27 +776,26 @@ static int build(struct gp *gp, const struct gp_cand *cd, struct plan *p)
 {
 	const struct graph *g = gp->g;
 	const struct gp_stage *S = gp->cst + cd->ofs;
-	int ns = cd->nst, *st_at = malloc((size_t)gp->n * sizeof *st_at);
+	const int *lab = gp->clab + cd->lab;
+	int ns = cd->nst;
 	int *first = malloc((size_t)ns * sizeof *first), *nx = malloc((size_t)ns * sizeof *nx);
 	char *adj = calloc((size_t)ns * ns, 1);
-	int rc = !st_at || !first || !nx || !adj ? ap_err(AP_EFAIL, NULL, 0, "out of memory")
-						  : plan_alloc(p, g, ns);
+	int rc = !first || !nx || !adj ? ap_err(AP_EFAIL, NULL, 0, "out of memory")
+					: plan_alloc(p, g, ns);
 
 	for (int s = 0, f = 0; s < ns && !rc; f += S[s].d, s++) {
 		int devs[4096];
 
 		first[s] = f;
-		for (int q = S[s].a; q < S[s].b; q++)
-			st_at[q] = s;
 		for (int k = 0; k < S[s].d; k++)
 			devs[k] = f + k;
 		rc = plan_set_devices(&p->stages[s].devices, &p->stages[s].ndev, devs, S[s].d);
 	}
 	for (int i = 0; i < g->nops && !rc; i++) {
-		int s = st_at[gp->at[i]], deg[NDIMS] = { S[s].d, 1, 1, 1, 1 };
+		int s = lab[i], deg[NDIMS] = { S[s].d, 1, 1, 1, 1 };
 
 		for (int e = 0; e < g->ops[i].nin; e++)
-			adj[(size_t)st_at[gp->at[g->ops[i].in[e]]] * ns + s] = 1;
+			adj[(size_t)lab[g->ops[i].in[e]] * ns + s] = 1;
 		rc = plan_place(p, i, s, deg, first[s]);
 	}
 	for (int s = 0; s < ns && !rc; s++) {
@@ -797,7 +811,6 @@ static int build(struct gp *gp, const struct gp_cand *cd, struct plan *p)
 		p->sched = ns == 1 && cd->m == 1 ? SCHED_GPIPE : SCHED_1F1B;
 		p->microbatches = cd->m;
 	}
-	free(st_at);
 	free(first);
 	free(nx);
 	free(adj);
@@ -871,6 +884,8 @@ static void gp_release(struct gp *gp)
 	free(gp->cells);
 	free(gp->cand);
 	free(gp->cst);
+	free(gp->clab);
+	free(gp->leaf_of);
 }
 
 /* Everything the DP reads per position: prefix sums of parameters,
@@ -923,7 +938,6 @@ static int setup(struct gp *gp)
 	const struct graph *g = gp->g;
 	int n = gp->n, rc;
 	double *op_w = NULL;
-	size_t tab = 0;
 
 	rc = graph_consumers(g, &gp->cons_ofs, &gp->cons);
 	if (rc)
@@ -933,8 +947,10 @@ static int setup(struct gp *gp)
 	gp->ord = calloc((size_t)n, sizeof *gp->ord);
 	gp->at = calloc((size_t)n, sizeof *gp->at);
 	gp->seen = calloc((size_t)n, sizeof *gp->seen);
+	gp->leaf_of = calloc((size_t)n, sizeof *gp->leaf_of);
 	op_w = calloc((size_t)n, sizeof *op_w);
-	if (!gp->mark || !gp->pos || !gp->ord || !gp->at || !gp->seen || !op_w) {
+	if (!gp->mark || !gp->pos || !gp->ord || !gp->at || !gp->seen || !gp->leaf_of ||
+	    !op_w) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
@@ -954,21 +970,29 @@ static int setup(struct gp *gp)
 		goto out;
 	}
 	weigh(gp, gp->root, op_w);
-	number(gp, gp->root, &tab);
-	gp->cells = malloc(tab * sizeof *gp->cells);
 	for (int64_t d = 1; d <= g->batch && gp->ndiv < 64; d++)
 		if (g->batch % d == 0)
 			gp->div[gp->ndiv++] = d;
 	gp->comp = malloc((size_t)gp->ndiv * (n + 1) * sizeof *gp->comp);
 	gp->comp_ready = calloc((size_t)gp->ndiv, sizeof *gp->comp_ready);
-	if (!gp->cells || !gp->comp || !gp->comp_ready) {
+	if (!gp->comp || !gp->comp_ready)
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		goto out;
-	}
-	rc = prefixes(gp);
 out:
 	free(op_w);
 	return rc;
+}
+
+/* Numbers the tree and sizes what depends on the numbering. */
+static int set_order(struct gp *gp)
+{
+	size_t tab = 0;
+
+	gp->nord = 0;
+	number(gp, gp->root, &tab);
+	gp->cells = malloc(tab * sizeof *gp->cells);
+	if (!gp->cells)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	return prefixes(gp);
 }
 
 static int plan_graphpipe(const struct planner_input *in, struct plan *out)
@@ -985,12 +1009,20 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 			      "max-microbatches and verify must be at least 1");
 	gp.deadline = now_s() + 0.8 * in->budget_s;
 	gp.mem = c->mem_bytes > 0 ? (double)c->mem_bytes : (double)in->p->dev.mem_bytes;
-	gp.bw = gp.D <= c->per_node ? c->intra.bw_bytes_per_s : c->inter.bw_bytes_per_s;
-	gp.lat_link = gp.D <= c->per_node ? c->intra.latency_s : c->inter.latency_s;
 	rc = setup(&gp);
-	for (int m = 1; m <= max_m && m <= in->g->batch && !rc; m *= 2)
-		if (in->g->batch % m == 0 && (m == 1 || now_s() < gp.deadline))
-			rc = search_m(&gp, m);
+	/* transfers between stages: over the NICs when the plan spans nodes,
+	 * and, as a second guess, between neighbours inside a node */
+	if (!rc)
+		rc = set_order(&gp);
+	for (int l = 0; l < (gp.D > c->per_node ? 2 : 1) && !rc; l++) {
+		const struct link *ln = gp.D > c->per_node && l == 0 ? &c->inter : &c->intra;
+
+		gp.bw = ln->bw_bytes_per_s;
+		gp.lat_link = ln->latency_s;
+		for (int m = 1; m <= max_m && m <= in->g->batch && !rc; m *= 2)
+			if (in->g->batch % m == 0 && (m == 1 || now_s() < gp.deadline))
+				rc = search_m(&gp, m);
+	}
 	if (!rc)
 		rc = verify(&gp, nverify, &best, &best_s);
 	if (!rc && best < 0)
