@@ -77,9 +77,18 @@ static int check_plan(const struct sim *s, const struct plan *pl)
 	return AP_OK;
 }
 
-/* Stage depth: the longest path from a source stage along `next`.  The
- * schedule orders work by depth (sim_sched.c), so data must flow to deeper
- * stages only, which plan_validate()'s reachability rule implies. */
+/* Stage depth.  The schedule orders work by depth (sim_sched.c), so data
+ * must flow to deeper stages only, which plan_validate()'s reachability
+ * rule implies.  In a chain a stage's depth is its position; in a DAG of
+ * stages a stage sits as late as its successors allow: depth = K - 1 - h,
+ * with K the number of stages on the longest path and h the longest path
+ * from the stage to a sink.  Under 1F1B a stage then keeps h + 1
+ * micro-batches in flight, the stages after it on its longest path to the
+ * sink, and starts a micro-batch's backward as soon as that micro-batch
+ * can have come back: GraphPipe's schedule of a DAG of stages (Jeon et al.,
+ * ASPLOS 2025, section 6), of which PipeDream-Flush is the chain case.  A
+ * branch shorter than its siblings thus holds fewer micro-batches than it
+ * would at its depth from the source. */
 static int layout_stages(struct sim *s, const struct plan *pl)
 {
 	struct sim_work *w = s->w;
@@ -122,6 +131,22 @@ static int layout_stages(struct sim *s, const struct plan *pl)
 	for (int k = 0; k < n; k++)
 		if (w->stage_depth[k] > w->depth_max)
 			w->depth_max = w->stage_depth[k];
+	/* heights, the longest paths to a sink, into stage_depth as
+	 * depth_max - height; the graph is acyclic now, so n passes do */
+	for (int k = 0; k < n; k++)
+		w->stage_depth[k] = w->depth_max;
+	for (int pass = 0, moved = 1; pass <= n && moved; pass++) {
+		moved = 0;
+		for (int k = 0; k < n; k++)
+			for (int e = 0; e < pl->stages[k].nnext; e++) {
+				int t = w->stage_pos[pl->stages[k].next[e]];
+
+				if (w->stage_depth[k] > w->stage_depth[t] - 1) {
+					w->stage_depth[k] = w->stage_depth[t] - 1;
+					moved = 1;
+				}
+			}
+	}
 	for (int i = 0; i < s->g->nops; i++) {
 		const struct op *op = &s->g->ops[i];
 		int si = w->stage_pos[pl->ops[i].stage];

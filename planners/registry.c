@@ -8,12 +8,14 @@
 #include "planner.h"
 
 extern const struct planner planner_single, planner_dp, planner_owt, planner_exhaustive;
+extern const struct planner planner_graphpipe;
 
 const struct planner *const planners[] = {
 	&planner_single,
 	&planner_dp,
 	&planner_owt,
 	&planner_exhaustive,
+	&planner_graphpipe,
 };
 const int nplanners = sizeof planners / sizeof planners[0];
 

@@ -1,0 +1,447 @@
+/*
+ * graphpipe: on small branchy graphs its plan is as fast as the best plan
+ * of an exhaustive enumeration of stage DAGs (every partition of the
+ * operators into at most as many stages as devices whose stage graph is
+ * acyclic, every data-parallel device count per stage, every micro-batch
+ * count), each ranked by the simulator; its plans of the multi-branch
+ * models validate, simulate, are real DAGs, keep small branches whole and
+ * beat data parallelism; and the simulator's 1F1B on a stage DAG keeps
+ * a short branch's micro-batches in flight to its own path to the sink.
+ */
+#include "testutil.h"
+
+#include "datadir.h"
+#include "err.h"
+#include "model_io.h"
+#include "planner.h"
+#include "sim.h"
+
+/* Two branches of different depth and cost between a stem and a head. */
+static const char two_branch[] =
+	"model two_branch\n"
+	"batch 16\n"
+	"input  x c=256\n"
+	"linear stem x out=512\n"
+	"relu   stem.relu stem\n"
+	"linear a1 stem.relu out=2048\n"
+	"relu   a.relu a1\n"
+	"linear a2 a.relu out=256\n"
+	"linear b stem.relu out=256\n"
+	"concat cat a2 b dim=c\n"
+	"linear fc cat out=10\n"
+	"loss   loss fc\n";
+
+struct inst {
+	struct graph g;
+	struct cluster c;
+	struct profile p;
+};
+
+static void load(struct inst *x, const char *model_text, const char *model,
+		 const char *cspec)
+{
+	char dir[4096], rel[256];
+
+	graph_init(&x->g);
+	if (model_text)
+		assert_int_equal(model_parse(model_text, "two_branch", 0, &x->g), AP_OK);
+	else if (model_load(model, 0, &x->g) != AP_OK)
+		fail_msg("%s: %s", model, ap_last_error());
+	assert_int_equal(cluster_resolve(cspec, NULL, &x->c), AP_OK);
+	snprintf(rel, sizeof rel, "profiles/%s", x->c.profile);
+	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), &x->p), AP_OK);
+}
+
+static void unload(struct inst *x)
+{
+	graph_release(&x->g);
+	profile_release(&x->p);
+}
+
+/* graphpipe's plan with the given option spec, through the driver (which
+ * validates it); its simulated iteration time in *iter_s. */
+static void run_graphpipe(struct inst *x, const char *spec, struct plan *pl, double *iter_s)
+{
+	const struct planner *gp;
+	struct planner_opts o = { 0 };
+	struct planner_input in = { .g = &x->g, .p = &x->p, .c = &x->c, .budget_s = 30,
+				    .seed = 1, .opts = &o };
+	struct sim s;
+	struct sim_result r;
+
+	assert_int_equal(planner_parse(spec, "test", &gp, &o), AP_OK);
+	plan_init(pl);
+	if (planner_run(gp, &in, "test", pl) != AP_OK)
+		fail_msg("%s on %s/%s: %s", spec, x->g.name, x->c.name, ap_last_error());
+	assert_int_equal(sim_init(&s, &x->g, &x->p, &x->c), AP_OK);
+	assert_int_equal(sim_run(&s, pl, NULL, &r), AP_OK);
+	assert_true(r.mem_bytes <= 0 || r.peak_mem_bytes <= r.mem_bytes);
+	*iter_s = r.iter_s;
+	sim_release(&s);
+}
+
+/* --- the oracle: every stage DAG ----------------------------------------- */
+
+struct oracle {
+	struct inst *x;
+	struct sim s;
+	struct plan cand;
+	int ndev, max_m, lab[64], nb, dev[8];
+	double best_s;
+	int64_t tried;
+};
+
+static int acyclic(const struct oracle *o)
+{
+	const struct graph *g = &o->x->g;
+	int adj[8][8] = { { 0 } }, indeg[8] = { 0 }, done = 0, q[8], nq = 0;
+
+	for (int i = 0; i < g->nops; i++)
+		for (int e = 0; e < g->ops[i].nin; e++) {
+			int a = o->lab[g->ops[i].in[e]], b = o->lab[i];
+
+			if (a != b && !adj[a][b]) {
+				adj[a][b] = 1;
+				indeg[b]++;
+			}
+		}
+	for (int s = 0; s < o->nb; s++)
+		if (!indeg[s])
+			q[nq++] = s;
+	while (nq) {
+		int s = q[--nq];
+
+		done++;
+		for (int t = 0; t < o->nb; t++)
+			if (adj[s][t] && --indeg[t] == 0)
+				q[nq++] = t;
+	}
+	return done == o->nb;
+}
+
+/* The plan of the labels, device counts and m; its simulated time. */
+static void evaluate(struct oracle *o, int m)
+{
+	const struct graph *g = &o->x->g;
+	struct plan *p = &o->cand;
+	struct sim_result r;
+	int first[8];
+
+	assert_int_equal(plan_alloc(p, g, o->nb), AP_OK);
+	for (int s = 0, f = 0; s < o->nb; f += o->dev[s], s++) {
+		int devs[8], nx[8], n = 0;
+
+		first[s] = f;
+		for (int k = 0; k < o->dev[s]; k++)
+			devs[k] = f + k;
+		assert_int_equal(plan_set_devices(&p->stages[s].devices, &p->stages[s].ndev,
+						  devs, o->dev[s]), AP_OK);
+		for (int t = 0; t < o->nb; t++) {
+			int edge = 0;
+
+			for (int i = 0; i < g->nops && !edge && t != s; i++)
+				for (int e = 0; e < g->ops[i].nin; e++)
+					edge |= o->lab[g->ops[i].in[e]] == s && o->lab[i] == t;
+			if (edge)
+				nx[n++] = t;
+		}
+		if (n)
+			assert_int_equal(plan_set_devices(&p->stages[s].next,
+							  &p->stages[s].nnext, nx, n), AP_OK);
+	}
+	for (int i = 0; i < g->nops; i++) {
+		int deg[NDIMS] = { o->dev[o->lab[i]], 1, 1, 1, 1 };
+
+		assert_int_equal(plan_place(p, i, o->lab[i], deg, first[o->lab[i]]), AP_OK);
+	}
+	p->microbatches = m;
+	p->sched = o->nb == 1 && m == 1 ? SCHED_GPIPE : SCHED_1F1B;
+	if (sim_run(&o->s, p, NULL, &r) != AP_OK)
+		fail_msg("oracle: %s", ap_last_error());
+	o->tried++;
+	if (!(r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes) && r.iter_s < o->best_s)
+		o->best_s = r.iter_s;
+}
+
+/* Device counts of stages s.. (each dividing the micro-batch), then m. */
+static void devices(struct oracle *o, int s, int left, int m)
+{
+	int64_t mb = o->x->g.batch / m;
+
+	if (s == o->nb) {
+		evaluate(o, m);
+		return;
+	}
+	for (int d = 1; d <= left - (o->nb - s - 1); d++)
+		if (mb % d == 0 && (d == 1 || o->x->g.ops[0].split_mask & 1u)) {
+			o->dev[s] = d;
+			devices(o, s + 1, left - d, m);
+		}
+}
+
+/* Every partition (restricted growth labels) into at most ndev stages. */
+static void partitions(struct oracle *o, int i)
+{
+	const struct graph *g = &o->x->g;
+
+	if (i == g->nops) {
+		if (!acyclic(o))
+			return;
+		for (int m = 1; m <= o->max_m; m *= 2)
+			if (g->batch % m == 0)
+				devices(o, 0, o->ndev, m);
+		return;
+	}
+	for (int b = 0; b <= o->nb && b < o->ndev; b++) {
+		int grew = b == o->nb;
+
+		o->lab[i] = b;
+		o->nb += grew;
+		partitions(o, i + 1);
+		o->nb -= grew;
+	}
+}
+
+static double oracle_best(struct inst *x, int max_m, int64_t *tried)
+{
+	struct oracle o = { .x = x, .ndev = cluster_ndevices(&x->c), .max_m = max_m,
+			    .best_s = INFINITY };
+
+	assert_true(x->g.nops <= 64 && o.ndev <= 8);
+	assert_int_equal(sim_init(&o.s, &x->g, &x->p, &x->c), AP_OK);
+	plan_init(&o.cand);
+	partitions(&o, 0);
+	plan_release(&o.cand);
+	sim_release(&o.s);
+	*tried = o.tried;
+	return o.best_s;
+}
+
+/* graphpipe against the oracle: never faster (the oracle's space holds
+ * every plan graphpipe can emit), and at most `slack` slower (0: it finds
+ * the oracle's optimum). */
+static void check_against_oracle(const char *text, const char *model, const char *cspec,
+				 double slack)
+{
+	struct inst x;
+	struct plan pl;
+	double gp_s, best_s;
+	int64_t tried;
+
+	load(&x, text, model, cspec);
+	run_graphpipe(&x, "graphpipe:max-microbatches=8", &pl, &gp_s);
+	best_s = oracle_best(&x, 8, &tried);
+	assert_true(tried > 10);
+	print_message("%s on %s: graphpipe %.6f ms, best of %lld stage DAGs %.6f ms\n",
+		      x.g.name, cspec, 1e3 * gp_s, (long long)tried, 1e3 * best_s);
+	if (gp_s < best_s * (1 - 1e-9) || gp_s > best_s * (1 + slack + 1e-9))
+		fail_msg("%s on %s: graphpipe %.6f ms, best of %lld stage DAGs %.6f ms",
+			 x.g.name, cspec, 1e3 * gp_s, (long long)tried, 1e3 * best_s);
+	plan_release(&pl);
+	unload(&x);
+}
+
+static void test_matches_oracle(void **state)
+{
+	(void)state;
+	check_against_oracle(NULL, "branchy_small", "1x2:v100,intra=12GB/s", 0);
+	/* Known gap: the best plan of two_branch puts the light branch b in the stem's
+	 * stage and the heavy branch a with the head, so b runs while a does,
+	 * on two devices and one transfer.  Such a stage holds part of a
+	 * parallel composition and what comes before it, which no
+	 * series-parallel partition (GraphPipe's space) expresses; branchy_small
+	 * on three devices has the same kind of optimum. */
+	check_against_oracle(two_branch, NULL, "1x4:v100,intra=50GB/s", 0.15);
+	check_against_oracle(NULL, "branchy_small", "1x3:v100,intra=50GB/s", 0.15);
+}
+
+/* --- the multi-branch models ---------------------------------------------- */
+
+static int stage_of(const struct inst *x, const struct plan *pl, const char *op)
+{
+	int i = graph_find(&x->g, op);
+
+	assert_true(i >= 0);
+	return pl->ops[i].stage;
+}
+
+/* A stage with two successors or two predecessors: not a chain. */
+static int is_dag(const struct plan *pl)
+{
+	int pred[1024] = { 0 };
+
+	for (int s = 0; s < pl->nstages; s++) {
+		if (pl->stages[s].nnext > 1)
+			return 1;
+		for (int e = 0; e < pl->stages[s].nnext; e++)
+			if (++pred[pl->stages[s].next[e]] > 1)
+				return 1;
+	}
+	return 0;
+}
+
+static double dp_time(struct inst *x)
+{
+	struct plan pl;
+	double s;
+	struct planner_opts o = { 0 };
+	struct planner_input in = { .g = &x->g, .p = &x->p, .c = &x->c, .budget_s = 5,
+				    .seed = 1, .opts = &o };
+	struct sim sim;
+	struct sim_result r;
+
+	plan_init(&pl);
+	assert_int_equal(planner_run(planner_find("dp"), &in, "test", &pl), AP_OK);
+	assert_int_equal(sim_init(&sim, &x->g, &x->p, &x->c), AP_OK);
+	assert_int_equal(sim_run(&sim, &pl, NULL, &r), AP_OK);
+	s = r.iter_s;
+	sim_release(&sim);
+	plan_release(&pl);
+	return s;
+}
+
+static void test_multi_branch(void **state)
+{
+	static const char *const models[] = { "dlrm", "candle_uno" };
+	static const char *const clusters[] = { "summit-2x4", "summit-4x4" };
+
+	(void)state;
+	for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+		for (size_t c = 0; c < sizeof clusters / sizeof clusters[0]; c++) {
+			struct inst x;
+			struct plan pl;
+			double gp_s;
+			char path[512];
+
+			load(&x, NULL, models[m], clusters[c]);
+			run_graphpipe(&x, "graphpipe", &pl, &gp_s);
+			assert_true(pl.nstages > 1);
+			assert_true(is_dag(&pl));
+			if (!(gp_s < dp_time(&x)))
+				fail_msg("%s on %s: graphpipe %.3f ms is not faster than dp",
+					 models[m], clusters[c], 1e3 * gp_s);
+			/* a lookup branch is one embedding: splitting it only adds a
+			 * transfer and a device */
+			for (int k = 0; k < 8 && !strcmp(models[m], "dlrm"); k++) {
+				char in_name[32], emb[32], flat[40];
+
+				snprintf(in_name, sizeof in_name, "sparse%d", k);
+				snprintf(emb, sizeof emb, "emb_l.%d", k);
+				snprintf(flat, sizeof flat, "emb_l.%d.flat", k);
+				assert_int_equal(stage_of(&x, &pl, in_name), stage_of(&x, &pl, emb));
+				assert_int_equal(stage_of(&x, &pl, flat), stage_of(&x, &pl, emb));
+			}
+			/* the plan file reads back and validates */
+			snprintf(path, sizeof path, "%s/gp-%s.json", tmp_dir(), models[m]);
+			assert_int_equal(plan_write(&pl, &x.g, path), AP_OK);
+			plan_release(&pl);
+			assert_int_equal(plan_read(path, &x.g, &pl), AP_OK);
+			assert_int_equal(plan_validate(&pl, &x.g, &x.c, path), AP_OK);
+			plan_release(&pl);
+			unload(&x);
+		}
+}
+
+/* --- 1F1B on a stage DAG ---------------------------------------------------- */
+
+struct ev {
+	double t;
+	int delta;
+};
+
+/* Ends before starts at the same time: a device frees a micro-batch's
+ * activations before the next forward keeps new ones. */
+static int cmp_ev(const void *pa, const void *pb)
+{
+	const struct ev *a = pa, *b = pb;
+
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	return a->delta - b->delta;
+}
+
+/* The most micro-batches op holds between a forward's start and its
+ * backward's end. */
+static int max_in_flight(const struct sim *s, int op)
+{
+	int64_t n;
+	const struct sim_task *t = sim_tasks(s, &n);
+	struct ev *ev = calloc((size_t)n, sizeof *ev);
+	int cur = 0, most = 0, nev = 0;
+
+	assert_non_null(ev);
+	for (int64_t k = 0; k < n; k++)
+		if (t[k].op == op && t[k].shard == 0 && t[k].kind == TASK_FWD)
+			ev[nev++] = (struct ev){ t[k].start_s, 1 };
+		else if (t[k].op == op && t[k].shard == 0 && t[k].kind == TASK_BWD)
+			ev[nev++] = (struct ev){ t[k].start_s + t[k].dur_s, -1 };
+	qsort(ev, (size_t)nev, sizeof *ev, cmp_ev);
+	for (int k = 0; k < nev; k++) {
+		cur += ev[k].delta;
+		most = cur > most ? cur : most;
+	}
+	free(ev);
+	return most;
+}
+
+static void test_dag_1f1b_in_flight(void **state)
+{
+	/* stem | b.conv1 b.relu | b.conv2 on the long branch, a and c on a
+	 * short one, then the head: the short branch has one stage after it,
+	 * the long branch's first stage two */
+	static const char *const stage_ops[5][4] = {
+		{ "image", "stem" }, { "b.conv1", "b.relu" }, { "b.conv2" },
+		{ "a.conv", "c.pool" }, { "cat", "flatten", "fc", "loss" },
+	};
+	static const int next[5][2] = { { 1, 3 }, { 2, -1 }, { 4, -1 }, { 4, -1 }, { -1, -1 } };
+	struct inst x;
+	struct plan pl;
+	struct sim s;
+	struct sim_result r;
+	struct sim_opts so = { .record = 1 };
+
+	(void)state;
+	load(&x, NULL, "branchy_small", "1x5:v100,intra=50GB/s");
+	plan_init(&pl);
+	assert_int_equal(plan_alloc(&pl, &x.g, 5), AP_OK);
+	for (int st = 0; st < 5; st++) {
+		int one[NDIMS] = { 1, 1, 1, 1, 1 }, nx[2], n = 0;
+
+		assert_int_equal(plan_set_devices(&pl.stages[st].devices, &pl.stages[st].ndev,
+						  &st, 1), AP_OK);
+		for (int e = 0; e < 2; e++)
+			if (next[st][e] >= 0)
+				nx[n++] = next[st][e];
+		if (n)
+			assert_int_equal(plan_set_devices(&pl.stages[st].next,
+							  &pl.stages[st].nnext, nx, n), AP_OK);
+		for (int k = 0; k < 4 && stage_ops[st][k]; k++)
+			assert_int_equal(plan_place(&pl, graph_find(&x.g, stage_ops[st][k]), st,
+						    one, st), AP_OK);
+	}
+	pl.sched = SCHED_1F1B;
+	pl.microbatches = 8;
+	assert_int_equal(plan_validate(&pl, &x.g, &x.c, "dag"), AP_OK);
+	assert_int_equal(sim_init(&s, &x.g, &x.p, &x.c), AP_OK);
+	assert_int_equal(sim_run(&s, &pl, &so, &r), AP_OK);
+	/* heights: stem 3, b.conv1 2, b.conv2 1, a/c 1, head 0 */
+	assert_int_equal(max_in_flight(&s, graph_find(&x.g, "stem")), 4);
+	assert_int_equal(max_in_flight(&s, graph_find(&x.g, "b.conv1")), 3);
+	assert_int_equal(max_in_flight(&s, graph_find(&x.g, "a.conv")), 2);
+	assert_int_equal(max_in_flight(&s, graph_find(&x.g, "fc")), 1);
+	assert_true(r.makespan_s >= r.critical_path_s * (1 - 1e-12));
+	sim_release(&s);
+	plan_release(&pl);
+	unload(&x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_matches_oracle),
+		cmocka_unit_test(test_multi_branch),
+		cmocka_unit_test(test_dag_1f1b_in_flight),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
