@@ -870,8 +870,12 @@ static int plan_ilp(const struct planner_input *in, struct plan *out)
 			st = build_program(sb);
 			if (!st && K == 1)
 				st = warm_start(&se, se.nsubs - 1);
-			if (!st)
+			if (!st) {
+				double t0 = now_s();
+
 				st = relax(sb, deadline);
+				se.glpk_s += now_s() - t0;
+			}
 			if (!st) {
 				se.cols += glp_get_num_cols(sb->P);
 				se.rows += glp_get_num_rows(sb->P);
