@@ -204,6 +204,19 @@ void sim_release(struct sim *s)
 	memset(s, 0, sizeof *s);
 }
 
+int sim_op_cost(const struct profile *p, const struct graph *g, int i,
+		const int degree[NDIMS], int microbatches, struct op_cost *out)
+{
+	int deg[NDIMS], st;
+
+	memcpy(deg, degree, sizeof deg);
+	deg[DIM_N] *= microbatches;
+	st = profile_lookup(p, g, i, deg, out);
+	if (!st && g->ops[i].kind == OP_INPUT)
+		out->bwd_us = 0;
+	return st;
+}
+
 /* One lookup per op, unless its degrees are those of the last run. */
 static int lookup_costs(struct sim *s, const struct plan *pl, struct cost_tally *t)
 {
@@ -219,12 +232,12 @@ static int lookup_costs(struct sim *s, const struct plan *pl, struct cost_tally 
 		memcpy(deg, pl->ops[i].degree, sizeof deg);
 		deg[DIM_N] *= pl->microbatches;
 		if (memcmp(deg, c->degree, sizeof deg) != 0) {
-			st = profile_lookup(s->p, g, i, deg, &oc);
+			st = sim_op_cost(s->p, g, i, pl->ops[i].degree, pl->microbatches, &oc);
 			if (st)
 				return st;
 			memcpy(c->degree, deg, sizeof deg);
 			c->fwd_s = oc.fwd_us * 1e-6;
-			c->bwd_s = g->ops[i].kind == OP_INPUT ? 0 : oc.bwd_us * 1e-6;
+			c->bwd_s = oc.bwd_us * 1e-6;
 			c->workspace_bytes = oc.workspace_bytes;
 			c->source = oc.source;
 		}

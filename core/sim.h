@@ -121,6 +121,19 @@ void sim_release(struct sim *s);
 int sim_run(struct sim *s, const struct plan *pl, const struct sim_opts *opts,
 	    struct sim_result *r);
 
+/* The cost of one shard of op i under plan degrees degree[] when the batch
+ * runs as `microbatches` micro-batches: the shard that runs has its n
+ * degree multiplied by the micro-batches (profile_lookup() sees its
+ * signature), and an input has no backward.  The simulator's own lookup;
+ * planners that model costs call it so they price shards as it does. */
+int sim_op_cost(const struct profile *p, const struct graph *g, int i,
+		const int degree[NDIMS], int microbatches, struct op_cost *out);
+
+/* Seconds of the gradient all-reduce of `bytes` over the r devices dev[]
+ * (sorted), by the ring and hierarchical formulas of sim_comm.c: the sum
+ * of its tasks' durations; 0 for r < 2. */
+double sim_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t bytes);
+
 /* The last run's task list (NULL, 0 unless it was recorded). */
 const struct sim_task *sim_tasks(const struct sim *s, int64_t *n);
 /* Resources are numbered devices first, then the directed links inside

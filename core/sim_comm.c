@@ -97,15 +97,60 @@ static int add_rings(struct sim *s, const int *dev, int n)
 	return st;
 }
 
+/* A ring of r members over link l: a reduce-scatter and an all-gather. */
+static double ring_s(const struct link *l, int r, double bytes)
+{
+	return 2.0 * (r - 1) / r * bytes / l->bw_bytes_per_s + 2.0 * (r - 1) * l->latency_s;
+}
+
+/* One of the two halves of a ring of q members over link l. */
+static double half_ring_s(const struct link *l, int q, double bytes)
+{
+	return (q - 1.0) / q * bytes / l->bw_bytes_per_s + (q - 1.0) * l->latency_s;
+}
+
+/* How the r sorted devices dev[] spread over nodes: the number of nodes,
+ * the most members on one node, and the bytes the intra-node phases move
+ * when each member holds `bytes`. */
+static void spread(const struct cluster *c, const int *dev, int r, int64_t bytes,
+		   int *nodes, int *qmax, int64_t *intra_bytes)
+{
+	int pn = c->per_node;
+
+	*nodes = *qmax = 0;
+	*intra_bytes = 0;
+	for (int a = 0, e; a < r; a = e) {
+		for (e = a + 1; e < r && dev[e] / pn == dev[a] / pn; e++)
+			;
+		(*nodes)++;
+		*qmax = e - a > *qmax ? e - a : *qmax;
+		*intra_bytes += (int64_t)(e - a - 1) * bytes;
+	}
+}
+
+double sim_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t bytes)
+{
+	int nodes, qmax;
+	int64_t intra_bytes;
+	double t;
+
+	if (r < 2)
+		return 0;
+	spread(c, dev, r, bytes, &nodes, &qmax, &intra_bytes);
+	if (nodes == 1)
+		return ring_s(&c->intra, r, (double)bytes);
+	t = ring_s(&c->inter, nodes, (double)bytes);
+	if (qmax > 1)
+		t += 2 * half_ring_s(&c->intra, qmax, (double)bytes);
+	return t;
+}
+
 /* A reduce-scatter or all-gather inside every node of the group, bounded
  * by the node with the most members, qmax. */
 static int intra_phase(struct sim *s, enum sim_task_kind kind, const int *dev,
 		       int r, int qmax, int64_t bytes, int64_t link_bytes)
 {
-	const struct link *in = &s->c->intra;
-	int st = add_coll(s->w, kind,
-			  (qmax - 1.0) / qmax * (double)bytes / in->bw_bytes_per_s +
-				  (qmax - 1.0) * in->latency_s,
+	int st = add_coll(s->w, kind, half_ring_s(&s->c->intra, qmax, (double)bytes),
 			  link_bytes, LINK_INTRA);
 
 	return st ? st : add_rings(s, dev, r);
@@ -118,20 +163,12 @@ static int plan_allreduce(struct sim *s, const int *dev, int r, int64_t bytes)
 	const struct cluster *c = s->c;
 	struct sim_work *w = s->w;
 	double b = (double)bytes;
-	int64_t intra_bytes = 0;
-	int nodes = 0, qmax = 0, pn = c->per_node, st;
+	int64_t intra_bytes;
+	int nodes, qmax, pn = c->per_node, st;
 
-	for (int a = 0, e; a < r; a = e) {
-		for (e = a + 1; e < r && dev[e] / pn == dev[a] / pn; e++)
-			;
-		nodes++;
-		qmax = e - a > qmax ? e - a : qmax;
-		intra_bytes += (int64_t)(e - a - 1) * bytes;
-	}
+	spread(c, dev, r, bytes, &nodes, &qmax, &intra_bytes);
 	if (nodes == 1) {
-		st = add_coll(w, TASK_ALLREDUCE,
-			      2.0 * (r - 1) / r * b / c->intra.bw_bytes_per_s +
-				      2.0 * (r - 1) * c->intra.latency_s,
+		st = add_coll(w, TASK_ALLREDUCE, ring_s(&c->intra, r, b),
 			      2 * (int64_t)(r - 1) * bytes, LINK_INTRA);
 		return st ? st : add_rings(s, dev, r);
 	}
@@ -141,9 +178,8 @@ static int plan_allreduce(struct sim *s, const int *dev, int r, int64_t bytes)
 			return st;
 	}
 	st = add_coll(w, qmax > 1 ? TASK_ALLREDUCE_INTER : TASK_ALLREDUCE,
-		      2.0 * (nodes - 1) / nodes * b / c->inter.bw_bytes_per_s +
-			      2.0 * (nodes - 1) * c->inter.latency_s,
-		      2 * (int64_t)(nodes - 1) * bytes, LINK_INTER);
+		      ring_s(&c->inter, nodes, b), 2 * (int64_t)(nodes - 1) * bytes,
+		      LINK_INTER);
 	for (int a = 0; a < r && !st; a++)
 		if (a == 0 || dev[a] / pn != dev[a - 1] / pn) {
 			st = add_coll_res(w, w->res_nic + 2 * (dev[a] / pn));

@@ -9,12 +9,14 @@
 
 extern const struct planner planner_single, planner_dp, planner_owt, planner_exhaustive;
 extern const struct planner planner_graphpipe;
+extern const struct planner planner_ilp;
 
 const struct planner *const planners[] = {
 	&planner_single,
 	&planner_dp,
 	&planner_owt,
 	&planner_exhaustive,
+	&planner_ilp,
 	&planner_graphpipe,
 };
 const int nplanners = sizeof planners / sizeof planners[0];

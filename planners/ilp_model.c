@@ -1,0 +1,635 @@
+/*
+ * The ILP planner's cost model (ilp.h): groups of operators, their
+ * candidate configurations with compute, synchronisation and memory
+ * costs, the resharding cost of every edge for every pair of
+ * configurations, dominance pruning, and the objective of an assignment.
+ * Compute comes from the simulator's own lookup (sim_op_cost), all-reduces
+ * from its formulas (sim_allreduce_s); transfers follow the simulator's
+ * layout rule (plan.h, sim_layout.c): shard k owns [i S / D, (i+1) S / D)
+ * of each dim in row-major order n, c, h, w, l, a consumer shard needs its
+ * fraction of the dims its input follows and the whole of the others, and
+ * every overlap between devices moves, latency + bytes / bandwidth, on the
+ * directed link between them (or both nodes' NICs); parallel links run in
+ * parallel, so an edge costs its busiest link, forward and again for the
+ * gradients backward.
+ */
+#include "ilp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "sim.h"
+
+#define MAX_SPLIT_DIMS 2
+
+/* Operators folded into their producer: cheap, and keeping its dims. */
+static int foldable(const struct graph *g, int i)
+{
+	const struct op *op = &g->ops[i];
+	const struct shape *a, *b;
+
+	switch (op->kind) {
+	case OP_RELU: case OP_GELU: case OP_TANH: case OP_SIGMOID: case OP_DROPOUT:
+	case OP_ADD: case OP_MUL: case OP_BATCHNORM: case OP_MAXPOOL: case OP_AVGPOOL:
+		break;
+	default:
+		return 0;
+	}
+	if (op->nin < 1)
+		return 0;
+	a = &op->out;
+	b = &g->ops[op->in[0]].out;
+	if (a->rank != b->rank)
+		return 0;
+	for (int d = 0; d < a->rank; d++)
+		if (a->kind[d] != b->kind[d])
+			return 0;
+	return 1;
+}
+
+static int64_t extent(const struct shape *t, int d, int64_t mb)
+{
+	return d == DIM_N ? mb : shape_size(t, (enum dim_kind)d);
+}
+
+/* Whether op i may run with these degrees at micro-batch mb. */
+static int valid_for(const struct graph *g, int i, const int *deg, int64_t mb)
+{
+	const struct op *op = &g->ops[i];
+
+	for (int d = 0; d < NDIMS; d++) {
+		if (deg[d] == 1)
+			continue;
+		if (!(op->split_mask & (1u << d)) || shape_dim(&op->out, (enum dim_kind)d) < 0 ||
+		    extent(&op->out, d, mb) % deg[d])
+			return 0;
+	}
+	return 1;
+}
+
+static int next_coord(int *idx, const int *first, const int *lim)
+{
+	for (int d = NDIMS - 1; d >= 0; d--) {
+		if (++idx[d] < lim[d])
+			return 1;
+		idx[d] = first ? first[d] : 0;
+	}
+	return 0;
+}
+
+/* Bytes of op c's input k that one shard of c under dc needs (shard 0). */
+static int64_t need_bytes(const struct graph *g, int c, int k, const int *dc, int64_t mb)
+{
+	const struct shape *t = &g->ops[g->ops[c].in[k]].out;
+	int64_t v = BYTES_PER_ELEM;
+
+	for (int d = 0; d < NDIMS; d++) {
+		int64_t sz = extent(t, d, mb);
+		int fol = shape_dim(t, (enum dim_kind)d) >= 0 && op_input_follows(&g->ops[c], k, d);
+
+		v *= fol ? sz / dc[d] : sz;
+	}
+	return v;
+}
+
+/* Seconds the transfers of op p's output to op c's input k take, p's
+ * shards on devices pb.., c's on cb.., forward and (unless p is an input)
+ * backward; busy[] is scratch for every link resource. */
+static double reshard_s(const struct ilp_inst *x, int p, const int *dp, int pb, int c, int k,
+			const int *dc, int cb, double *busy)
+{
+	const struct graph *g = x->in->g;
+	const struct cluster *cl = x->in->c;
+	const struct shape *t = &g->ops[p].out;
+	int64_t mb = g->batch / x->m, a[NDIMS][64], b[NDIMS][64];
+	int ndev = cluster_ndevices(cl), nres = ndev * ndev + 2 * cl->nodes;
+	int fol[NDIMS], nd[NDIMS], ci[NDIMS] = { 0 }, kc = 0;
+	double worst = 0;
+
+	for (int r = 0; r < nres; r++)
+		busy[r] = 0;
+	for (int d = 0; d < NDIMS; d++) {
+		int64_t sz = extent(t, d, mb);
+
+		fol[d] = shape_dim(t, (enum dim_kind)d) >= 0 && op_input_follows(&g->ops[c], k, d);
+		nd[d] = fol[d] ? dc[d] : 1;
+		for (int i = 0; i < nd[d]; i++) {
+			a[d][i] = i * sz / nd[d];
+			b[d][i] = (i + 1) * sz / nd[d];
+		}
+	}
+	do {
+		int first[NDIMS], last[NDIMS], pi[NDIMS], empty = 0;
+
+		for (int d = 0; d < NDIMS; d++) {
+			int64_t sz = extent(t, d, mb), lo = a[d][fol[d] ? ci[d] : 0],
+				hi = b[d][fol[d] ? ci[d] : 0];
+
+			first[d] = pi[d] = (int)(lo * dp[d] / sz);
+			last[d] = (int)((hi * dp[d] + sz - 1) / sz);
+			last[d] = last[d] > dp[d] ? dp[d] : last[d];
+			empty |= first[d] >= last[d];
+		}
+		do {
+			int64_t vol = BYTES_PER_ELEM;
+			int kp = 0, src, dst;
+			const struct link *ln;
+
+			if (empty)
+				break;
+			for (int d = 0; d < NDIMS; d++) {
+				int64_t sz = extent(t, d, mb);
+				int64_t plo = pi[d] * sz / dp[d], phi = (pi[d] + 1) * sz / dp[d];
+				int64_t lo = a[d][fol[d] ? ci[d] : 0], hi = b[d][fol[d] ? ci[d] : 0];
+
+				lo = plo > lo ? plo : lo;
+				hi = phi < hi ? phi : hi;
+				vol *= hi > lo ? hi - lo : 0;
+				kp = kp * dp[d] + pi[d];
+			}
+			src = pb + kp;
+			dst = cb + kc;
+			if (vol <= 0 || src == dst)
+				continue;
+			ln = cluster_link(cl, src, dst);
+			if (cluster_link_class(cl, src, dst) == LINK_INTER) {
+				int tx = ndev * ndev + 2 * cluster_node_of(cl, src);
+				int rx = ndev * ndev + 2 * cluster_node_of(cl, dst) + 1;
+
+				busy[tx] += ln->latency_s + (double)vol / ln->bw_bytes_per_s;
+				busy[rx] += ln->latency_s + (double)vol / ln->bw_bytes_per_s;
+				worst = fmax(worst, fmax(busy[tx], busy[rx]));
+			} else {
+				double *r = &busy[src * ndev + dst];
+
+				*r += ln->latency_s + (double)vol / ln->bw_bytes_per_s;
+				worst = fmax(worst, *r);
+			}
+		} while (next_coord(pi, first, last));
+		kc++;
+	} while (next_coord(ci, NULL, dc));
+	/* the gradients take the reverse links, as busy as these */
+	return g->ops[p].kind == OP_INPUT ? worst : 2 * worst;
+}
+
+/* --- groups and candidates ---------------------------------------------- */
+
+static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
+{
+	const struct planner_input *in = x->in;
+	const struct graph *g = in->g;
+	int64_t mb = g->batch / x->m;
+	struct ilp_cfg *cf;
+	struct plan_op po = { .degree = { 0 } };
+	int devs[4096];
+
+	for (int k = 0; k < gr->nmem; k++)
+		if (!valid_for(g, gr->mem[k], deg, mb))
+			return AP_OK;
+	cf = realloc(gr->cfg, (size_t)(gr->ncfg + 1) * sizeof *cf);
+	if (!cf)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	gr->cfg = cf;
+	cf = &gr->cfg[gr->ncfg];
+	memset(cf, 0, sizeof *cf);
+	memcpy(cf->degree, deg, sizeof cf->degree);
+	cf->ndev = 1;
+	for (int d = 0; d < NDIMS; d++)
+		cf->ndev *= deg[d];
+	cf->alias = gr->ncfg;
+	memcpy(po.degree, deg, sizeof po.degree);
+	po.ndev = cf->ndev;
+	for (int k = 0; k < gr->nmem; k++) {
+		int i = gr->mem[k], dc = deg[DIM_C], r = cf->ndev / dc;
+		const struct op *op = &g->ops[i];
+		struct op_cost oc;
+		int64_t pbytes = plan_param_shard_bytes(op, &po);
+		int st = sim_op_cost(in->p, g, i, deg, x->m, &oc);
+
+		if (st)
+			return st;
+		cf->fwd_s += oc.fwd_us * 1e-6;
+		cf->bwd_s += oc.bwd_us * 1e-6;
+		cf->ws_bytes = oc.workspace_bytes > cf->ws_bytes ? oc.workspace_bytes : cf->ws_bytes;
+		cf->param_bytes += pbytes;
+		cf->act_bytes += op->out_bytes / g->batch * mb / cf->ndev;
+		/* inputs from outside the group are received and kept too */
+		for (int j = 0; j < op->nin; j++)
+			if (x->group_of[op->in[j]] != x->group_of[gr->lead])
+				cf->act_bytes += need_bytes(g, i, j, deg, mb);
+		if (pbytes > 0 && r > 1) {
+			/* the replicas of c index 0: every dc-th device of the
+			 * first inner block, as sim_comm.c groups them */
+			int inner = deg[DIM_H] * deg[DIM_W] * deg[DIM_L], n = 0;
+
+			for (int s = 0; s < cf->ndev; s++)
+				if ((s / inner) % dc == 0)
+					devs[n++] = s;
+			cf->ar_s += sim_allreduce_s(in->c, devs, n, pbytes);
+		}
+	}
+	/* SGD with momentum streams weights, gradients and momentum: 3 + 2
+	 * copies at the memory bandwidth (sim_sched.c) */
+	cf->upd_s = (double)cf->param_bytes * 5 / in->p->dev.mem_bw_bytes_per_s;
+	gr->ncfg++;
+	return AP_OK;
+}
+
+/* Every degree vector with product `left` over dims from d on, at most
+ * `dims` of them split. */
+static int enum_cfgs(struct ilp_inst *x, struct ilp_group *gr, unsigned mask, int *deg,
+		     int d, int left, int dims)
+{
+	int st = AP_OK;
+
+	if (left == 1)
+		return add_cfg(x, gr, deg);
+	if (d == NDIMS || dims == 0)
+		return AP_OK;
+	for (int f = 2; f <= left && !st; f++) {
+		if (left % f || !(mask & (1u << d)))
+			continue;
+		deg[d] = f;
+		st = enum_cfgs(x, gr, mask, deg, d + 1, left / f, dims - 1);
+		deg[d] = 1;
+	}
+	return st ? st : enum_cfgs(x, gr, mask, deg, d + 1, left, dims);
+}
+
+static int make_groups(struct ilp_inst *x)
+{
+	const struct graph *g = x->in->g;
+	int n = g->nops;
+
+	x->group_of = malloc((size_t)n * sizeof *x->group_of);
+	x->grp = calloc((size_t)n, sizeof *x->grp);
+	if (!x->group_of || !x->grp)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int i = 0; i < n; i++) {
+		struct ilp_group *gr;
+
+		if (foldable(g, i)) {
+			x->group_of[i] = x->group_of[g->ops[i].in[0]];
+		} else {
+			x->group_of[i] = x->ngroups;
+			gr = &x->grp[x->ngroups++];
+			gr->lead = i;
+			gr->tie = -1;
+		}
+		gr = &x->grp[x->group_of[i]];
+		if (!gr->mem && !(gr->mem = calloc((size_t)n, sizeof *gr->mem)))
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		gr->mem[gr->nmem++] = i;
+	}
+	return AP_OK;
+}
+
+/* Ties each group of a repeat block's later iterations to the group at
+ * the same position in its first iteration, when both have the same
+ * members and candidates. */
+static void tie_repeats(struct ilp_inst *x)
+{
+	const struct graph *g = x->in->g;
+
+	for (int k = 0; k < x->ngroups; k++) {
+		struct ilp_group *gr = &x->grp[k], *g0;
+		const struct op *op = &g->ops[gr->lead];
+		int first = -1, first0 = -1, j, same;
+
+		if (op->block < 0 || op->iter <= 0)
+			continue;
+		for (int i = 0; i < g->nops && (first < 0 || first0 < 0); i++) {
+			if (g->ops[i].block == op->block && g->ops[i].iter == op->iter && first < 0)
+				first = i;
+			if (g->ops[i].block == op->block && g->ops[i].iter == 0 && first0 < 0)
+				first0 = i;
+		}
+		j = first0 + gr->lead - first;
+		if (first0 < 0 || j < 0 || j >= gr->lead || g->ops[j].block != op->block ||
+		    g->ops[j].iter != 0 || x->grp[x->group_of[j]].lead != j)
+			continue;
+		g0 = &x->grp[x->group_of[j]];
+		same = g0->nmem == gr->nmem && g0->ncfg == gr->ncfg;
+		for (int c = 0; c < gr->ncfg && same; c++)
+			same = !memcmp(g0->cfg[c].degree, gr->cfg[c].degree, sizeof gr->cfg[c].degree);
+		if (same)
+			gr->tie = g0->tie >= 0 ? g0->tie : x->group_of[j];
+	}
+}
+
+static struct ilp_edge *find_edge(struct ilp_inst *x, int u, int v)
+{
+	for (int e = 0; e < x->nedges; e++)
+		if (x->edge[e].u == u && x->edge[e].v == v)
+			return &x->edge[e];
+	return NULL;
+}
+
+/* Every edge between groups, the costs of every op edge it holds summed:
+ * inside a stage, and across stages (the worst pair of adjacent stages). */
+static int make_edges(struct ilp_inst *x)
+{
+	const struct graph *g = x->in->g;
+	int ndev = cluster_ndevices(x->in->c);
+	double *busy = malloc(((size_t)ndev * ndev + 2 * (size_t)x->in->c->nodes) * sizeof *busy);
+
+	x->edge = calloc((size_t)g->nops * 4 + 1, sizeof *x->edge);
+	if (!busy || !x->edge) {
+		free(busy);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (int c = 0; c < g->nops; c++)
+		for (int k = 0; k < g->ops[c].nin; k++) {
+			int p = g->ops[c].in[k], u = x->group_of[p], v = x->group_of[c];
+			struct ilp_edge *e;
+			const struct ilp_group *gu = &x->grp[u], *gv = &x->grp[v];
+
+			if (u == v)
+				continue;
+			e = find_edge(x, u, v);
+			if (!e) {
+				if (x->nedges >= g->nops * 4)
+					continue; /* cannot happen: ops have few inputs */
+				e = &x->edge[x->nedges++];
+				e->u = u;
+				e->v = v;
+				e->same_s = calloc((size_t)gu->ncfg * gv->ncfg, sizeof *e->same_s);
+				e->cross_s = calloc((size_t)gu->ncfg * gv->ncfg, sizeof *e->cross_s);
+				if (!e->same_s || !e->cross_s) {
+					free(busy);
+					return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+				}
+			}
+			for (int a = 0; a < gu->ncfg; a++)
+				for (int b = 0; b < gv->ncfg; b++) {
+					const int *da = gu->cfg[a].degree, *db = gv->cfg[b].degree;
+					double same = reshard_s(x, p, da, 0, c, k, db, 0, busy), cross = 0;
+
+					for (int s = 0; s + 1 < x->K; s++)
+						cross = fmax(cross, reshard_s(x, p, da, s * x->per, c, k,
+									      db, (s + 1) * x->per, busy));
+					e->same_s[a * gv->ncfg + b] += same;
+					/* crossing never costs less than staying */
+					e->cross_s[a * gv->ncfg + b] += fmax(cross, same);
+				}
+		}
+	free(busy);
+	return AP_OK;
+}
+
+/* Whether configuration a of group k is at least as good as b in every
+ * term of the model and every edge against every live neighbour. */
+static int dominates(const struct ilp_inst *x, int k, int a, int b)
+{
+	const struct ilp_cfg *ca = &x->grp[k].cfg[a], *cb = &x->grp[k].cfg[b];
+
+	if (ca->fwd_s > cb->fwd_s || ca->bwd_s > cb->bwd_s || ca->ar_s > cb->ar_s ||
+	    ca->upd_s > cb->upd_s || ca->param_bytes > cb->param_bytes ||
+	    ca->act_bytes > cb->act_bytes || ca->ws_bytes > cb->ws_bytes)
+		return 0;
+	for (int e = 0; e < x->nedges; e++) {
+		const struct ilp_edge *ed = &x->edge[e];
+		int other = ed->u == k ? ed->v : ed->v == k ? ed->u : -1;
+
+		if (other < 0)
+			continue;
+		for (int o = 0; o < x->grp[other].ncfg; o++) {
+			int no = x->grp[other].ncfg, nk = x->grp[k].ncfg;
+			int ia = ed->u == k ? a * no + o : o * nk + a;
+			int ib = ed->u == k ? b * no + o : o * nk + b;
+
+			if (x->grp[other].cfg[o].alias != o)
+				continue;
+			if (ed->same_s[ia] > ed->same_s[ib] || ed->cross_s[ia] > ed->cross_s[ib])
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/* The same for a group and every group tied to it, which choose alike. */
+static int dominates_all(const struct ilp_inst *x, int k, int a, int b)
+{
+	if (!dominates(x, k, a, b))
+		return 0;
+	for (int j = k + 1; j < x->ngroups; j++)
+		if (x->grp[j].tie == k && !dominates(x, j, a, b))
+			return 0;
+	return 1;
+}
+
+/* Drops dominated configurations until none is left; ties keep the
+ * first.  A tied group keeps its leader's choice. */
+static void prune(struct ilp_inst *x)
+{
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int k = 0; k < x->ngroups; k++) {
+			struct ilp_group *gr = &x->grp[k];
+
+			if (gr->tie >= 0)
+				continue;
+			for (int b = 0; b < gr->ncfg; b++) {
+				if (gr->cfg[b].alias != b)
+					continue;
+				for (int a = 0; a < gr->ncfg; a++) {
+					if (a == b || gr->cfg[a].alias != a ||
+					    !dominates_all(x, k, a, b))
+						continue;
+					if (a > b && dominates_all(x, k, b, a))
+						continue; /* equal: keep the first */
+					gr->cfg[b].alias = a;
+					x->ndropped++;
+					changed = 1;
+					break;
+				}
+			}
+		}
+		for (int k = 0; k < x->ngroups; k++) {
+			struct ilp_group *gr = &x->grp[k];
+
+			if (gr->tie >= 0)
+				for (int c = 0; c < gr->ncfg; c++)
+					gr->cfg[c].alias = x->grp[gr->tie].cfg[c].alias;
+		}
+	}
+}
+
+int ilp_cfg_live(const struct ilp_group *gr, int c)
+{
+	while (gr->cfg[c].alias != c)
+		c = gr->cfg[c].alias;
+	return c;
+}
+
+int ilp_inst_build(struct ilp_inst *x, const struct planner_input *in, int K, int m,
+		   int collapse, int quiet)
+{
+	const struct graph *g = in->g;
+	int ndev = cluster_ndevices(in->c), st;
+
+	memset(x, 0, sizeof *x);
+	x->in = in;
+	x->K = K;
+	x->m = m;
+	x->per = K > 0 ? ndev / K : 0;
+	x->mem_cap = in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes;
+	if (K < 1 || ndev % K || m < 1 || g->batch % m || x->per > 64 || K > 64)
+		return quiet ? AP_EINPUT : ap_err(AP_EINPUT, "ilp", 0, "%d stages of %d "
+						 "micro-batches do not fit %d devices and a batch "
+						 "of %lld", K, m, ndev, (long long)g->batch);
+	st = make_groups(x);
+	if (!st && x->ngroups < K)
+		st = quiet ? AP_EINPUT : ap_err(AP_EINPUT, "ilp", 0, "'%s' has %d groups of "
+						"operators, fewer than %d stages", g->name,
+						x->ngroups, K);
+	for (int k = 0; k < x->ngroups && !st; k++) {
+		struct ilp_group *gr = &x->grp[k];
+		unsigned mask = ~0u;
+		int deg[NDIMS] = { 1, 1, 1, 1, 1 };
+
+		for (int j = 0; j < gr->nmem; j++)
+			mask &= g->ops[gr->mem[j]].split_mask;
+		st = add_cfg(x, gr, deg);
+		if (!st && x->per > 1)
+			st = enum_cfgs(x, gr, mask, deg, 0, x->per, MAX_SPLIT_DIMS);
+	}
+	if (!st && collapse)
+		tie_repeats(x);
+	if (!st)
+		st = make_edges(x);
+	if (!st)
+		prune(x);
+	if (st)
+		ilp_inst_release(x);
+	return st;
+}
+
+void ilp_inst_release(struct ilp_inst *x)
+{
+	for (int k = 0; x->grp && k < x->ngroups; k++) {
+		free(x->grp[k].mem);
+		free(x->grp[k].cfg);
+	}
+	for (int e = 0; x->edge && e < x->nedges; e++) {
+		free(x->edge[e].same_s);
+		free(x->edge[e].cross_s);
+	}
+	free(x->grp);
+	free(x->edge);
+	free(x->group_of);
+	memset(x, 0, sizeof *x);
+}
+
+/* --- one assignment ------------------------------------------------------- */
+
+double ilp_inst_eval(const struct ilp_inst *x, const int *stage, const int *cfg)
+{
+	double sum = 0, t[64] = { 0 }, upd[64] = { 0 }, tmax = 0, umax = 0, S = 0, ar = 0,
+	       bwd = 0;
+	int64_t mem[64] = { 0 }, ws[64] = { 0 };
+	int used[64] = { 0 };
+
+	for (int k = 0; k < x->ngroups; k++) {
+		const struct ilp_group *gr = &x->grp[k];
+		const struct ilp_cfg *cf;
+		int s = stage[k], inflight;
+
+		if (s < 0 || s >= x->K || cfg[k] < 0 || cfg[k] >= gr->ncfg ||
+		    gr->cfg[cfg[k]].alias != cfg[k] || (gr->tie >= 0 && cfg[k] != cfg[gr->tie]))
+			return INFINITY;
+		cf = &gr->cfg[cfg[k]];
+		inflight = x->K > 1 ? (x->K - s < x->m ? x->K - s : x->m) : 1;
+		used[s] = 1;
+		sum += cf->fwd_s + cf->bwd_s;
+		t[s] += cf->fwd_s + cf->bwd_s;
+		upd[s] += cf->upd_s;
+		mem[s] += 3 * cf->param_bytes + inflight * cf->act_bytes;
+		ws[s] = cf->ws_bytes > ws[s] ? cf->ws_bytes : ws[s];
+		/* groups in graph order: the backward runs them in reverse */
+		ar += cf->ar_s;
+		if (cf->ar_s > 0)
+			S = fmax(S, ar - bwd);
+		bwd += cf->bwd_s;
+	}
+	for (int e = 0; e < x->nedges; e++) {
+		const struct ilp_edge *ed = &x->edge[e];
+		int i = cfg[ed->u] * x->grp[ed->v].ncfg + cfg[ed->v];
+
+		if (stage[ed->u] > stage[ed->v])
+			return INFINITY;
+		if (stage[ed->u] == stage[ed->v]) {
+			sum += ed->same_s[i];
+			t[stage[ed->u]] += ed->same_s[i];
+		} else {
+			sum += ed->cross_s[i];
+		}
+	}
+	for (int s = 0; s < x->K; s++) {
+		if (!used[s] || mem[s] + ws[s] > x->mem_cap)
+			return INFINITY;
+		tmax = fmax(tmax, t[s]);
+		umax = fmax(umax, upd[s]);
+	}
+	return sum + (x->m - 1) * tmax + S + umax;
+}
+
+int ilp_inst_plan(const struct ilp_inst *x, const int *stage, const int *cfg,
+		  struct plan *out)
+{
+	int rc = plan_alloc(out, x->in->g, x->K);
+
+	out->sched = x->K > 1 ? SCHED_1F1B : SCHED_GPIPE;
+	out->microbatches = x->m;
+	for (int s = 0; s < x->K && !rc; s++) {
+		int devs[64], nxt = s + 1;
+
+		for (int d = 0; d < x->per; d++)
+			devs[d] = s * x->per + d;
+		rc = plan_set_devices(&out->stages[s].devices, &out->stages[s].ndev, devs, x->per);
+		if (!rc && s + 1 < x->K)
+			rc = plan_set_devices(&out->stages[s].next, &out->stages[s].nnext, &nxt, 1);
+	}
+	for (int k = 0; k < x->ngroups && !rc; k++) {
+		const struct ilp_group *gr = &x->grp[k];
+
+		for (int j = 0; j < gr->nmem && !rc; j++)
+			rc = plan_place(out, gr->mem[j], stage[k], gr->cfg[cfg[k]].degree,
+					stage[k] * x->per);
+	}
+	return rc;
+}
+
+int ilp_inst_from_plan(const struct ilp_inst *x, const struct plan *pl, int *stage, int *cfg)
+{
+	if (pl->nstages != x->K || pl->microbatches != x->m)
+		return -1;
+	for (int k = 0; k < x->ngroups; k++) {
+		const struct ilp_group *gr = &x->grp[k];
+		const struct plan_op *po = &pl->ops[gr->lead];
+		int s = po->stage, c;
+
+		if (s < 0 || s >= x->K)
+			return -1;
+		for (int j = 0; j < po->ndev; j++)
+			if (po->devices[j] != s * x->per + j)
+				return -1;
+		for (int j = 1; j < gr->nmem; j++)
+			if (memcmp(pl->ops[gr->mem[j]].degree, po->degree, sizeof po->degree) ||
+			    pl->ops[gr->mem[j]].stage != s)
+				return -1;
+		for (c = 0; c < gr->ncfg; c++)
+			if (!memcmp(gr->cfg[c].degree, po->degree, sizeof po->degree))
+				break;
+		if (c == gr->ncfg)
+			return -1;
+		stage[k] = s;
+		cfg[k] = ilp_cfg_live(gr, c);
+	}
+	for (int k = 0; k < x->ngroups; k++)
+		if (x->grp[k].tie >= 0 && cfg[k] != cfg[x->grp[k].tie])
+			return -1;
+	return 0;
+}

@@ -1,0 +1,250 @@
+/*
+ * The ILP planner against its own model and the simulator: on small
+ * instances its objective is the minimum of a brute-force enumeration of
+ * the model's whole decision space (every layout, stage assignment and
+ * configuration); its plan is never worse than dp's under the model and
+ * simulates within 10% of its objective; the optimum of an FC-heavy model
+ * mixes data and model parallelism; memory that one stage cannot hold
+ * forces a pipeline; a budget too small to prove optimality still returns
+ * the incumbent with a bound and a gap.
+ */
+#include "testutil.h"
+
+#include "datadir.h"
+#include "err.h"
+#include "ilp.h"
+#include "model_io.h"
+#include "planner.h"
+#include "sim.h"
+
+struct inst {
+	struct graph g;
+	struct cluster c;
+	struct profile p;
+	struct planner_opts o;
+	struct planner_input in;
+	struct plan pl;
+	int rc;
+};
+
+/* Loads model and cluster with the cluster's profile and runs `spec`
+ * through the driver (which validates the plan). */
+static void run(struct inst *t, const char *model, const char *cspec, const char *spec,
+		double budget_s)
+{
+	const struct planner *pln;
+	char dir[4096], rel[256];
+
+	memset(t, 0, sizeof *t);
+	if (model_load(model, 0, &t->g) != AP_OK)
+		fail_msg("%s: %s", model, ap_last_error());
+	assert_int_equal(cluster_resolve(cspec, NULL, &t->c), AP_OK);
+	snprintf(rel, sizeof rel, "profiles/%s", t->c.profile);
+	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), &t->p), AP_OK);
+	assert_int_equal(planner_parse(spec, "test", &pln, &t->o), AP_OK);
+	planner_opts_complete(pln, &t->o);
+	t->in = (struct planner_input){ .g = &t->g, .p = &t->p, .c = &t->c,
+					.budget_s = budget_s, .seed = 1, .opts = &t->o };
+	plan_init(&t->pl);
+	t->rc = planner_run(pln, &t->in, t->c.profile, &t->pl);
+}
+
+static void done(struct inst *t)
+{
+	plan_release(&t->pl);
+	profile_release(&t->p);
+	graph_release(&t->g);
+}
+
+static double plan_stat(const struct plan *p, const char *name)
+{
+	for (int k = 0; k < p->nstats; k++)
+		if (!strcmp(p->stat_name[k], name))
+			return p->stat_value[k];
+	fail_msg("plan has no statistic '%s'", name);
+	return NAN;
+}
+
+static double simulate(struct inst *t)
+{
+	struct sim s;
+	struct sim_result r;
+
+	assert_int_equal(sim_init(&s, &t->g, &t->p, &t->c), AP_OK);
+	assert_int_equal(sim_run(&s, &t->pl, NULL, &r), AP_OK);
+	sim_release(&s);
+	return r.iter_s;
+}
+
+/* Every stage and configuration of every group, depth first. */
+static double enumerate(const struct ilp_inst *x, int *stage, int *cfg, int g)
+{
+	double best = INFINITY;
+
+	if (g == x->ngroups)
+		return ilp_inst_eval(x, stage, cfg);
+	for (int s = 0; s < x->K; s++)
+		for (int c = 0; c < x->grp[g].ncfg; c++) {
+			stage[g] = s;
+			cfg[g] = c;
+			/* dropped configurations are not points of the model */
+			if (x->grp[g].cfg[c].alias == c)
+				best = fmin(best, enumerate(x, stage, cfg, g + 1));
+		}
+	return best;
+}
+
+/* The model's optimum over the layouts the planner tries, by brute force. */
+static double brute_force(struct inst *t, int max_mb)
+{
+	int ndev = cluster_ndevices(&t->c), stage[64], cfg[64];
+	double best = INFINITY;
+
+	for (int K = 1; K <= ndev; K++)
+		for (int m = 1; m <= (K > 1 ? max_mb : 1) && ndev % K == 0; m *= 2) {
+			struct ilp_inst x;
+
+			if (t->g.batch % m || ilp_inst_build(&x, &t->in, K, m, 1, 1) != AP_OK)
+				continue;
+			assert_true(x.ngroups <= 64);
+			best = fmin(best, enumerate(&x, stage, cfg, 0));
+			ilp_inst_release(&x);
+		}
+	return best;
+}
+
+/* dp's plan under the one-stage model, INFINITY when it does not fit. */
+static double dp_under_model(struct inst *t)
+{
+	struct plan p;
+	struct ilp_inst x;
+	int stage[512], cfg[512];
+	double v = INFINITY;
+
+	plan_init(&p);
+	assert_int_equal(plan_alloc(&p, &t->g, 1), AP_OK);
+	assert_int_equal(planner_find("dp")->plan(&t->in, &p), AP_OK);
+	assert_int_equal(ilp_inst_build(&x, &t->in, 1, 1, 1, 0), AP_OK);
+	assert_true(x.ngroups <= 512);
+	if (ilp_inst_from_plan(&x, &p, stage, cfg) == 0)
+		v = ilp_inst_eval(&x, stage, cfg);
+	ilp_inst_release(&x);
+	plan_release(&p);
+	return v;
+}
+
+static void test_matches_brute_force(void **state)
+{
+	static const struct {
+		const char *model, *cluster;
+	} cases[] = {
+		{ "mlp", "cpu-1x2" }, { "mlp", "1x4:h100" }, { "cnn_small", "cpu-1x2" },
+		{ "branchy_small", "1x2:v100" }, { "mlp", "2x2:v100" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct inst t;
+		double est, bf;
+
+		run(&t, cases[i].model, cases[i].cluster, "ilp:max-microbatches=8", 60);
+		if (t.rc)
+			fail_msg("%s on %s: %s", cases[i].model, cases[i].cluster, ap_last_error());
+		est = plan_stat(&t.pl, "planner_est_ms") * 1e-3;
+		bf = brute_force(&t, 8);
+		if (fabs(est - bf) > 1e-9 * bf)
+			fail_msg("%s on %s: ilp %.9g s, brute force %.9g s", cases[i].model,
+				 cases[i].cluster, est, bf);
+		assert_true(plan_stat(&t.pl, "optimal") == 1);
+		assert_true(plan_stat(&t.pl, "gap") == 0);
+		assert_true(est <= dp_under_model(&t) * (1 + 1e-12));
+		done(&t);
+	}
+}
+
+/* AlexNet on an H100 node: convolutions by samples, the big
+ * fully-connected layers by features, as Krizhevsky's trick has it,
+ * proven optimal; the plan simulates within 10% of the model; never worse
+ * than dp. */
+static void test_mixed_parallelism(void **state)
+{
+	struct inst t;
+	int by_n = 0, by_c = 0;
+	double est, sim;
+
+	(void)state;
+	run(&t, "alexnet", "h100-1x8", "ilp", 60);
+	assert_int_equal(t.rc, AP_OK);
+	for (int i = 0; i < t.g.nops; i++) {
+		by_n += t.g.ops[i].kind == OP_CONV2D && t.pl.ops[i].degree[DIM_N] > 1;
+		by_c += t.g.ops[i].kind == OP_LINEAR && t.pl.ops[i].degree[DIM_C] > 1;
+	}
+	assert_true(by_n > 0 && by_c > 0);
+	assert_true(plan_stat(&t.pl, "optimal") == 1);
+	est = plan_stat(&t.pl, "planner_est_ms") * 1e-3;
+	sim = simulate(&t);
+	if (fabs(sim - est) > 0.1 * est)
+		fail_msg("alexnet: model %.6g s, simulated %.6g s", est, sim);
+	assert_true(est <= dp_under_model(&t));
+	done(&t);
+}
+
+/* PipeDream's imported AlexNet can split its layers by samples only, so
+ * with 600 MB per device the replicated weights, gradients and momentum
+ * of one stage do not fit: the ILP pipelines, and without stages it says
+ * nothing fits. */
+static void test_memory_forces_stages(void **state)
+{
+	const char *cl = "1x4:v100,mem=600MB";
+	struct inst t;
+	double est;
+
+	(void)state;
+	run(&t, "pipedream/alexnet", cl, "ilp", 60);
+	if (t.rc)
+		fail_msg("%s", ap_last_error());
+	assert_true(t.pl.nstages > 1);
+	assert_true(isinf(dp_under_model(&t)));
+	assert_true(plan_stat(&t.pl, "optimal") == 1);
+	est = plan_stat(&t.pl, "planner_est_ms") * 1e-3;
+	assert_true(fabs(simulate(&t) - est) <= 0.1 * est);
+	done(&t);
+	ap_err_quiet(1);
+	run(&t, "pipedream/alexnet", cl, "ilp:max-stages=1", 60);
+	ap_err_quiet(0);
+	assert_int_equal(t.rc, AP_EINPUT);
+	assert_non_null(strstr(ap_last_error(), "fits the devices' memory"));
+	done(&t);
+}
+
+/* A budget far too small to prove anything still yields the warm start,
+ * a bound below it and the gap between them. */
+static void test_budget(void **state)
+{
+	struct inst t;
+	double est, bound, gap;
+
+	(void)state;
+	run(&t, "inception_v3", "h100-1x8", "ilp", 0.3);
+	assert_int_equal(t.rc, AP_OK);
+	est = plan_stat(&t.pl, "planner_est_ms");
+	bound = plan_stat(&t.pl, "bound_ms");
+	gap = plan_stat(&t.pl, "gap");
+	assert_true(bound <= est * (1 + 1e-9));
+	assert_true(gap >= 0 && gap <= 1);
+	assert_true(fabs(gap - (est - bound) / est) < 1e-9 || plan_stat(&t.pl, "optimal") == 1);
+	assert_true(plan_stat(&t.pl, "variables") > 0);
+	done(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_matches_brute_force),
+		cmocka_unit_test(test_mixed_parallelism),
+		cmocka_unit_test(test_memory_forces_stages),
+		cmocka_unit_test(test_budget),
+	};
+
+	return cmocka_run_group_tests_name("ilp", tests, NULL, NULL);
+}
