@@ -252,13 +252,22 @@ static int build_units(struct pd *pd)
 	rc = op_numbers(pd, t, w, act);
 	if (rc)
 		goto out;
-	/* one unit per operator, then the branches collapsed */
-	for (int k = 0; k <= N; k++) {
-		cut[k] = k;
-		cw[k] = width[k];
-		ut[k] = k < N ? t[k] : 0;
+	/* One unit per operator, except that an input stays with the
+	 * operator after it, its first consumer: as in the reference, which
+	 * drops the inputs, they are never a stage of their own.  Then the
+	 * branches are collapsed. */
+	pd->n = 0;
+	for (int k = 0; k < N; k++) {
+		if (k == 0 || g->ops[pd->order[k - 1]].nin > 0 ||
+		    cofs[pd->order[k - 1] + 1] == cofs[pd->order[k - 1]]) {
+			cut[pd->n] = k;
+			cw[pd->n] = width[k];
+			ut[pd->n++] = 0;
+		}
+		ut[pd->n - 1] += t[k];
 	}
-	pd->n = merge_units(N, pd->max_units, cut, cw, ut);
+	cut[pd->n] = N;
+	pd->n = merge_units(pd->n, pd->max_units, cut, cw, ut);
 	pd->first = malloc(((size_t)pd->n + 1) * sizeof *pd->first);
 	pd->ct = calloc((size_t)pd->n + 1, sizeof *pd->ct);
 	pd->cw = calloc((size_t)pd->n + 1, sizeof *pd->cw);
