@@ -4,70 +4,79 @@
  * the workers given to each range and the replication of each stage (data
  * parallelism inside a stage), scheduled with 1F1B.
  *
- * Units.  The DP cuts a linear order of the graph.  The order is the
- * graph's topological order with every source (an input) moved to just
- * before its first consumer, so any cut of it is a valid chain of stages.
- * On a branchy graph a cut inside a branch region sends several tensors;
- * PipeDream plans over the antichain states of the DAG for that, and like
- * its authors advise for Inception and NASNet, we collapse the branches
- * first: a cut is allowed only where the fewest tensors cross (one on a
- * chain or a ResNet, two on NASNet), and the operators between two such
- * cuts form one unit.  When that leaves more than `max-units` units, the
- * adjacent pair with the least compute is merged until it does not, so
- * the search time stays bounded.  Per unit: forward plus backward time of
- * the whole batch (profile_lookup(), the simulator's lookup: imported
- * operators keep their measured times), parameter bytes (the rule plan
+ * Units.  The DP cuts a linear order of the graph: its topological order
+ * with every source (an input) moved to just before its first consumer,
+ * so any cut is a valid chain of stages.  An input is never cut from that
+ * consumer (the reference optimizer drops inputs, so they always sit in
+ * the stage of their consumer).  A cut of a branchy graph sends every
+ * tensor that crosses it; PipeDream plans over the antichain states of
+ * the DAG for that, and collapses the branches of Inception and NASNet
+ * first.  We do the same in one rule: while there are more than
+ * `max-units` units, the cut with the most tensors crossing is dropped
+ * (merging the units on its sides), and among equally wide cuts the one
+ * between the two units with the least compute; chains keep every cut up
+ * to the limit, ResNets keep their block boundaries longest, and the
+ * search time stays bounded.  Per unit: forward plus backward time of the
+ * whole batch (profile_lookup(), the simulator's lookup, with its rule
+ * that an input has no backward; imported operators keep their measured
+ * times), parameter bytes (plan_param_shard_bytes(), the rule plan
  * validation uses), activation bytes, and the bytes crossing the cut
  * before it.
  *
- * Levels.  The cluster is two levels as in the paper: level 0 joins the
+ * Levels.  As in the paper the cluster is a hierarchy: level 0 joins the
  * devices of a node over the intra-node link, level 1 the nodes over their
  * NICs (a level of one component is dropped).  A[l][j][a, b) is the best
  * time per iteration of units [a, b) on j components of level l, whose
  * "compute" is the time of the range on one component of level l - 1
- * (its A with all of that level's components), as in the paper's eq. (2).
- * The upper level is solved for ranges starting at 0 only.
+ * (that level's A on all its components), the paper's equation (2); it is
+ * the minimum over one stage of j replicas and over every cut c and
+ * replication r of the last stage of max(A[l][j - r][a, c), T([c, b), r)).
+ * The top level is solved for ranges starting at 0 only.  All times are
+ * for the whole batch, so the objective compares with the simulator's
+ * iteration time and is recorded as planner_est_ms.
  *
  * Cost terms, `cost=code` (the default): those of the published reference
  * optimizer, as documented with the imported profiles:
- *   one stage of r replicas:  (C + 4 (r - 1) W / (r B) / d) / r,
- *   the last stage of a split: (C + 4 (r - 1) W / (r B)) / r,
- * with C the range's time, W its parameter bytes, B the level's bandwidth
- * and d the devices in one component (the reference divides the first
- * term, not the second, by them); activation transfers are not charged
- * (the reference charges them only when activations are compressed).
+ *   one stage of r replicas:   (C + 4 (r - 1) W / (r B) / d) / r,
+ *   the last stage of a split: max((C + 4 (r - 1) W / (r B)) / r,
+ *                                  2 a_in / (B r x), 2 a_out / (B r x)),
+ * with C the range's time, W its parameter bytes, B the level's bandwidth,
+ * d the devices of one component (the reference divides the first sync
+ * term by them, not the second), a_in and a_out the bytes crossing the
+ * stage's first and last cut and x the `compression` ratio: the
+ * reference charges activations only when given a ratio (its published
+ * runs give 1.0, our default); `compression=0` leaves them out.
  * `cost=paper`: the paper's recurrence, T = max(C, 2 (r - 1) W / B) / r
- * for a stage and A = min max(A(first part), 2 a_s / B, T(last stage))
- * over the cuts s, where a_s are the bytes crossing the cut.
+ * for a stage and max(A(first part), 2 a_c / B, T(last stage)) for a cut.
  *
  * Memory (`memory=on`, the default): the reference's stash term, the
  * range's activations plus parameters times ceil((M - j) / r) (M the
- * level's components, j those the subproblem uses), plus at level 0 the
+ * level's components, j those of the subproblem), plus at level 0 the
  * weights, gradients and momentum a device keeps (3 W, which plan
- * validation demands and the reference leaves out), must fit a device's
- * memory.  The emitted plan is then simulated and, if its peak memory
- * does not fit, the next micro-batch counts are tried (smaller micro-
- * batches hold less).
+ * validation demands and the reference leaves out), must fit a device.
+ * The emitted plan is then simulated, and if its peak memory does not
+ * fit, the next micro-batch counts are tried (smaller micro-batches hold
+ * less).
  *
  * Our plans split every micro-batch over a stage's replicas (PipeDream
  * sends whole minibatches to them in turn), so a replication factor must
- * divide the micro-batch: the DP admits a replication only when it times
- * the replication inside the range divides the batch.  `fewer` lets a
- * range use fewer components than it is given (the reference's
+ * divide the micro-batch: the DP admits r replicas of a range only when r
+ * times the replication inside the range divides the batch.  `fewer`
+ * lets a range use fewer components than it is given (the reference's
  * use_fewer_machines), `straight` forbids replication.
  *
- * The plan: one stage per device-level stage, chained, each op of a stage
- * split along n over its devices; micro-batches = NOAM = ceil(workers /
+ * The plan: one stage per device-level stage, chained, each op split
+ * along n over its stage's devices; micro-batches = NOAM = ceil(workers /
  * replicas of the input stage), or the nearest count whose micro-batch
- * every stage's replication divides; 1F1B with weight stashing
- * (`1f1b-async`) or PipeDream-Flush (`1f1b-flush`).  The DP's objective
- * is recorded as planner_est_ms, for the whole batch, next to what the
- * simulator predicts.
+ * every replication factor divides; PipeDream's 1F1B with weight stashing
+ * (`1f1b-async`) or PipeDream-Flush (`1f1b-flush`).  A plan of one stage
+ * is data parallelism, which PipeDream runs synchronously: it is flushed.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "err.h"
 #include "planner.h"
 #include "sim.h"
@@ -80,10 +89,10 @@ struct pd_level {
 	double bw;   /* bytes/s between two components */
 	/* Per (j, a, b), AT(): the best time of units [a, b) on j components,
 	 * and how: the cut c before the last stage (-1: one stage), the
-	 * components sub of [a, c), the last stage's replicas, the components
-	 * used and the lcm of the device-level replication factors inside. */
+	 * components sub of [a, c), the last stage's replicas and the lcm of
+	 * the device-level replication factors inside. */
 	double *t;
-	int *split, *sub, *rep, *used, *lcm;
+	int *split, *sub, *rep, *lcm;
 };
 
 struct pd_stage {
@@ -96,6 +105,7 @@ struct pd {
 	int straight, fewer, paper, memory, max_units;
 	double ratio; /* activation compression; 0: transfers not charged */
 	double mem; /* bytes of one device */
+	double deadline; /* of the search, now_s() */
 	int nops, n;            /* operators, units */
 	int *order;             /* operators in unit order */
 	int *first;             /* [n + 1]: a unit's first position in order */
@@ -361,20 +371,18 @@ static double stage_time(const struct pd *pd, int l, int a, int b, int r, int la
 }
 
 static void set_cell(struct pd_level *L, size_t i, double t, int split, int sub, int rep,
-		     int used, int lcm)
+		     int lcm)
 {
 	L->t[i] = t;
 	L->split[i] = split;
 	L->sub[i] = sub;
 	L->rep[i] = rep;
-	L->used[i] = used;
 	L->lcm[i] = lcm;
 }
 
 static void copy_cell(struct pd_level *L, size_t to, size_t from)
 {
-	set_cell(L, to, L->t[from], L->split[from], L->sub[from], L->rep[from],
-		 L->used[from], L->lcm[from]);
+	set_cell(L, to, L->t[from], L->split[from], L->sub[from], L->rep[from], L->lcm[from]);
 }
 
 /* The best split of [a, b) on j components. */
@@ -403,7 +411,7 @@ static void best_split(struct pd *pd, int l, int j, int a, int b)
 		if (arg >= 0 && v < L->t[cell]) {
 			size_t h = at(pd, j - r, a, arg);
 
-			set_cell(L, cell, v, arg, j - r, r, L->used[h] + r,
+			set_cell(L, cell, v, arg, j - r, r,
 				 (int)lcm64(L->lcm[h], (int64_t)r * lower_lcm(pd, l, arg, b)));
 		}
 	}
@@ -419,19 +427,18 @@ static int solve_level(struct pd *pd, int l, int amax)
 	L->split = malloc(size * sizeof *L->split);
 	L->sub = malloc(size * sizeof *L->sub);
 	L->rep = malloc(size * sizeof *L->rep);
-	L->used = malloc(size * sizeof *L->used);
 	L->lcm = malloc(size * sizeof *L->lcm);
-	if (!L->t || !L->split || !L->sub || !L->rep || !L->used || !L->lcm)
+	if (!L->t || !L->split || !L->sub || !L->rep || !L->lcm)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (size_t i = 0; i < size; i++)
-		set_cell(L, i, INFINITY, -1, 0, 0, 0, 1);
+		set_cell(L, i, INFINITY, -1, 0, 0, 1);
 	/* one stage of j replicas */
 	for (int j = 1; j <= (pd->straight ? 1 : M); j++)
 		for (int a = 0; a < amax; a++)
 			for (int b = a + 1; b <= n; b++)
 				if (admissible(pd, l, a, b, j) && fits(pd, l, a, b, (M - 1) / j))
 					set_cell(L, at(pd, j, a, b), stage_time(pd, l, a, b, j, 0),
-						 -1, 0, j, j, j * lower_lcm(pd, l, a, b));
+						 -1, 0, j, j * lower_lcm(pd, l, a, b));
 	/* the last stage of a split, [c, b) on r replicas, by r, b, c */
 	for (int r = 1; r < M; r++)
 		for (int b = 1; b <= n; b++)
@@ -439,7 +446,12 @@ static int solve_level(struct pd *pd, int l, int amax)
 				pd->last[at(pd, r, b, c)] =
 					admissible(pd, l, c, b, r) ? stage_time(pd, l, c, b, r, 1)
 								   : INFINITY;
-	for (int j = 1; j <= M; j++)
+	for (int j = 1; j <= M; j++) {
+		if (now_s() > pd->deadline)
+			return ap_err(AP_EINPUT, "pipedream", 0, "the search did not finish "
+				      "within its budget of %g s (%d units, %d components at "
+				      "level %d; max-units bounds the first)", pd->in->budget_s,
+				      n, M, l);
 		for (int a = 0; a < amax; a++)
 			for (int b = a + 1; b <= n; b++) {
 				size_t cell = at(pd, j, a, b);
@@ -449,6 +461,7 @@ static int solve_level(struct pd *pd, int l, int amax)
 				if (j > 1 && b - a > 1)
 					best_split(pd, l, j, a, b);
 			}
+	}
 	return AP_OK;
 }
 
@@ -559,9 +572,12 @@ static int microbatch_choices(const struct pd *pd, int noam, int *mb, int cap)
 	for (int s = 0; s < pd->nst; s++)
 		l = lcm64(l, pd->st[s].ndev);
 	q = pd->in->g->batch / l;
-	for (int64_t d = 1; d <= q && n < cap; d++)
-		if (q % d == 0)
+	for (int64_t d = 1; d * d <= q && n + 1 < cap; d++)
+		if (q % d == 0) {
 			mb[n++] = (int)d;
+			if (d * d < q)
+				mb[n++] = (int)(q / d);
+		}
 	for (int x = 1; x < n; x++)
 		for (int y = x; y > 0; y--) {
 			int dy = abs(mb[y] - noam), dx = abs(mb[y - 1] - noam);
@@ -580,14 +596,14 @@ static int microbatch_choices(const struct pd *pd, int noam, int *mb, int cap)
  * admits and whose simulated peak memory fits) and fills out. */
 static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct plan *out)
 {
-	int W = 0, noam, mb[64], n, rc = AP_OK, tries = 0;
+	int W = 0, noam, mb[256], n, rc = AP_OK, tries = 0;
 	struct sim s;
 	struct sim_result r = { 0 };
 
 	for (int k = 0; k < pd->nst; k++)
 		W += pd->st[k].ndev;
 	noam = (W + pd->st[0].ndev - 1) / pd->st[0].ndev;
-	n = microbatch_choices(pd, noam, mb, 64);
+	n = microbatch_choices(pd, noam, mb, 256);
 	if (pd->memory)
 		rc = sim_init(&s, pd->in->g, pd->in->p, pd->in->c);
 	for (int k = 0; k < n && !rc; k++) {
@@ -644,7 +660,6 @@ static void pd_release(struct pd *pd)
 		free(pd->lv[l].split);
 		free(pd->lv[l].sub);
 		free(pd->lv[l].rep);
-		free(pd->lv[l].used);
 		free(pd->lv[l].lcm);
 	}
 	for (int s = 0; s < pd->nst; s++)
@@ -665,6 +680,7 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 	pd.memory = !strcmp(planner_opt(in, "memory"), "on");
 	pd.max_units = (int)planner_real(in, "max-units");
 	pd.ratio = planner_real(in, "compression");
+	pd.deadline = now_s() + in->budget_s;
 	pd.mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
 	if (pd.ratio < 0)
 		return ap_err(AP_EINPUT, "pipedream", 0, "compression must be 0 (activation "
