@@ -708,10 +708,12 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 	top = pd.nlv - 1;
 	est = pd.lv[top].t[at(&pd, pd.lv[top].m, 0, pd.n)];
 	if (!isfinite(est)) {
-		rc = ap_err(AP_EINPUT, "pipedream", 0, "no pipeline of '%s' on %d devices %s "
-			    "(batch %lld, %d units%s%s)", in->g->name, cluster_ndevices(in->c),
-			    pd.memory ? "fits the devices' memory" : "exists",
-			    (long long)in->g->batch, pd.n, pd.straight ? ", straight" : "",
+		rc = ap_err(AP_EINPUT, "pipedream", 0, "no pipeline of '%s' on %d devices "
+			    "meets the constraints (%d units%s%s; replication must divide the "
+			    "batch %lld)%s", in->g->name, cluster_ndevices(in->c), pd.n,
+			    pd.straight ? ", one device per stage" : "",
+			    pd.memory ? ", each stage fitting a device's memory" : "",
+			    (long long)in->g->batch,
 			    pd.fewer ? "" : "; 'fewer' lets it use fewer devices");
 		goto out;
 	}
