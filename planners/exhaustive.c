@@ -15,8 +15,11 @@
  * only adds transfers).  This space holds the plans of `single`, `dp` and
  * `owt` on power-of-two clusters, so exhaustive is never worse than they
  * are.  Options narrow the space: `whole` keeps every operator unsplit
- * (pipelines only), `max-microbatches` bounds m.  Instances whose space exceeds EX_MAX_PLANS are refused, and so is a
- * search that runs past its budget: an oracle must be complete.
+ * (pipelines only), `max-microbatches` bounds m, `schedule=1f1b-async` runs
+ * pipelines with PipeDream's weight stashing (then a pipeline's time is its
+ * bottleneck stage or link, as PipeDream's planner counts it).  Instances
+ * whose space exceeds EX_MAX_PLANS are refused, and so is a search that
+ * runs past its budget: an oracle must be complete.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +37,7 @@ struct ex {
 	struct sim s;
 	int k, m;              /* stages, micro-batches of the layout */
 	int whole, max_mb;     /* options: no splits; most micro-batches */
+	enum sched_kind sched; /* of pipelines (one stage: gpipe) */
 	int *cut;              /* cut[s]: first op of stage s (cut[k] = nops) */
 	int *stage_of;
 	int *cfg;              /* per op: 0 whole, 1 + d split along dim d */
@@ -72,7 +76,7 @@ static int build(struct ex *ex, int k, int m, const int *cut, const int *cfg, st
 	const struct graph *g = ex->in->g;
 	int per = cluster_ndevices(ex->in->c) / k, rc = plan_alloc(p, g, k);
 
-	p->sched = k > 1 ? SCHED_1F1B : SCHED_GPIPE;
+	p->sched = k > 1 ? ex->sched : SCHED_GPIPE;
 	p->microbatches = m;
 	for (int s = 0; s < k && !rc; s++) {
 		int devs[4096], nxt = s + 1;
@@ -210,6 +214,8 @@ static int plan_exhaustive(const struct planner_input *in, struct plan *out)
 			 .max_mb = (int)planner_real(in, "max-microbatches") };
 	double size;
 
+	ex.sched = strcmp(planner_opt(in, "schedule"), "1f1b-async") ? SCHED_1F1B
+								      : SCHED_1F1B_ASYNC;
 	if (ex.max_mb < 1)
 		return ap_err(AP_EINPUT, "exhaustive", 0, "max-microbatches must be at least 1");
 	ex.cut = calloc((size_t)ndev + 1, sizeof *ex.cut);
@@ -280,6 +286,8 @@ const struct planner planner_exhaustive = {
 		{ "whole", POPT_FLAG, NULL, NULL, "operators are never split: pipelines only" },
 		{ "max-microbatches", POPT_INT, "8", NULL,
 		  "micro-batches tried: powers of two up to this" },
+		{ "schedule", POPT_CHOICE, "1f1b", "1f1b|1f1b-async",
+		  "schedule of pipelines: 1F1B with flushes, or PipeDream's weight stashing" },
 		{ 0 },
 	},
 };

@@ -10,11 +10,13 @@
 extern const struct planner planner_single, planner_dp, planner_owt, planner_exhaustive;
 extern const struct planner planner_graphpipe;
 extern const struct planner planner_ilp;
+extern const struct planner planner_pipedream;
 
 const struct planner *const planners[] = {
 	&planner_single,
 	&planner_dp,
 	&planner_owt,
+	&planner_pipedream,
 	&planner_exhaustive,
 	&planner_ilp,
 	&planner_graphpipe,

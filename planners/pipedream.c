@@ -1,0 +1,757 @@
+/*
+ * pipedream: PipeDream's planner (Narayanan et al., SOSP 2019, section 3.1):
+ * a hierarchical dynamic program over contiguous ranges of the operators,
+ * the workers given to each range and the replication of each stage (data
+ * parallelism inside a stage), scheduled with 1F1B.
+ *
+ * Units.  The DP cuts a linear order of the graph: its topological order
+ * with every source (an input) moved to just before its first consumer,
+ * so any cut is a valid chain of stages.  An input is never cut from that
+ * consumer (the reference optimizer drops inputs, so they always sit in
+ * the stage of their consumer).  A cut of a branchy graph sends every
+ * tensor that crosses it; PipeDream plans over the antichain states of
+ * the DAG for that, and collapses the branches of Inception and NASNet
+ * first.  We do the same in one rule: while there are more than
+ * `max-units` units, the cut with the most tensors crossing is dropped
+ * (merging the units on its sides), and among equally wide cuts the one
+ * between the two units with the least compute; chains keep every cut up
+ * to the limit, ResNets keep their block boundaries longest, and the
+ * search time stays bounded.  Per unit: forward plus backward time of the
+ * whole batch (profile_lookup(), the simulator's lookup, with its rule
+ * that an input has no backward; imported operators keep their measured
+ * times), parameter bytes (plan_param_shard_bytes(), the rule plan
+ * validation uses), activation bytes, and the bytes crossing the cut
+ * before it.
+ *
+ * Levels.  As in the paper the cluster is a hierarchy: level 0 joins the
+ * devices of a node over the intra-node link, level 1 the nodes over their
+ * NICs (a level of one component is dropped).  A[l][j][a, b) is the best
+ * time per iteration of units [a, b) on j components of level l, whose
+ * "compute" is the time of the range on one component of level l - 1
+ * (that level's A on all its components), the paper's equation (2); it is
+ * the minimum over one stage of j replicas and over every cut c and
+ * replication r of the last stage of max(A[l][j - r][a, c), T([c, b), r)).
+ * The top level is solved for ranges starting at 0 only.  All times are
+ * for the whole batch, so the objective compares with the simulator's
+ * iteration time and is recorded as planner_est_ms.
+ *
+ * Cost terms, `cost=code` (the default): those of the published reference
+ * optimizer, as documented with the imported profiles:
+ *   one stage of r replicas:   (C + 4 (r - 1) W / (r B) / d) / r,
+ *   the last stage of a split: max((C + 4 (r - 1) W / (r B)) / r,
+ *                                  2 a_in / (B r x), 2 a_out / (B r x)),
+ * with C the range's time, W its parameter bytes, B the level's bandwidth,
+ * d the devices of one component (the reference divides the first sync
+ * term by them, not the second), a_in and a_out the bytes crossing the
+ * stage's first and last cut and x the `compression` ratio: the
+ * reference charges activations only when given a ratio (its published
+ * runs give 1.0, our default); `compression=0` leaves them out.
+ * `cost=paper`: the paper's recurrence, T = max(C, 2 (r - 1) W / B) / r
+ * for a stage and max(A(first part), 2 a_c / B, T(last stage)) for a cut.
+ *
+ * Memory (`memory=on`, the default): the reference's stash term, the
+ * range's activations plus parameters times ceil((M - j) / r) (M the
+ * level's components, j those of the subproblem), plus at level 0 the
+ * weights, gradients and momentum a device keeps (3 W, which plan
+ * validation demands and the reference leaves out), must fit a device.
+ * The emitted plan is then simulated, and if its peak memory does not
+ * fit, the next micro-batch counts are tried (smaller micro-batches hold
+ * less).
+ *
+ * Our plans split every micro-batch over a stage's replicas (PipeDream
+ * sends whole minibatches to them in turn), so a replication factor must
+ * divide the micro-batch: the DP admits r replicas of a range only when r
+ * times the replication inside the range divides the batch.  `fewer`
+ * lets a range use fewer components than it is given (the reference's
+ * use_fewer_machines), `straight` forbids replication.
+ *
+ * The plan: one stage per device-level stage, chained, each op split
+ * along n over its stage's devices; micro-batches = NOAM = ceil(workers /
+ * replicas of the input stage), or the nearest count whose micro-batch
+ * every replication factor divides; PipeDream's 1F1B with weight stashing
+ * (`1f1b-async`) or PipeDream-Flush (`1f1b-flush`).  A plan of one stage
+ * is data parallelism, which PipeDream runs synchronously: it is flushed.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "planner.h"
+#include "sim.h"
+
+#define PD_LEVELS 2
+
+struct pd_level {
+	int m;       /* components this level joins */
+	int dev;     /* devices in one component */
+	double bw;   /* bytes/s between two components */
+	/* Per (j, a, b), AT(): the best time of units [a, b) on j components,
+	 * and how: the cut c before the last stage (-1: one stage), the
+	 * components sub of [a, c), the last stage's replicas and the lcm of
+	 * the device-level replication factors inside. */
+	double *t;
+	int *split, *sub, *rep, *lcm;
+};
+
+struct pd_stage {
+	int a, b; /* units */
+	int ndev, *devs;
+};
+
+struct pd {
+	const struct planner_input *in;
+	int straight, fewer, paper, memory, max_units;
+	double ratio; /* activation compression; 0: transfers not charged */
+	double mem; /* bytes of one device */
+	double deadline; /* of the search, now_s() */
+	int nops, n;            /* operators, units */
+	int *order;             /* operators in unit order */
+	int *first;             /* [n + 1]: a unit's first position in order */
+	double *ct, *cw, *ca;   /* [n + 1]: prefix sums of time, parameter and
+				 * activation bytes over units */
+	double *cross;          /* [n + 1]: bytes crossing the cut before a unit */
+	int nlv;
+	struct pd_level lv[PD_LEVELS];
+	double *last;           /* the last-stage times of the level solved */
+	int nst, cap_st;
+	struct pd_stage *st;    /* the device-level stages, in order */
+};
+
+static size_t at(const struct pd *pd, int j, int a, int b)
+{
+	size_t n1 = (size_t)pd->n + 1;
+
+	return ((size_t)j * n1 + (size_t)a) * n1 + (size_t)b;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+static int64_t lcm64(int64_t a, int64_t b)
+{
+	return a / gcd64(a, b) * b;
+}
+
+/* --- units ---------------------------------------------------------------- */
+
+/* The unit order: graph order, each source delayed to just before its
+ * first consumer (sources without consumers stay where they are). */
+static void unit_order(struct pd *pd, const int *cofs, char *placed)
+{
+	const struct graph *g = pd->in->g;
+	int k = 0;
+
+	for (int i = 0; i < g->nops; i++) {
+		const struct op *op = &g->ops[i];
+
+		if (op->nin == 0 && cofs[i + 1] > cofs[i])
+			continue;
+		for (int e = 0; e < op->nin; e++) {
+			int u = op->in[e];
+
+			if (g->ops[u].nin == 0 && !placed[u]) {
+				placed[u] = 1;
+				pd->order[k++] = u;
+			}
+		}
+		placed[i] = 1;
+		pd->order[k++] = i;
+	}
+}
+
+/* Merges adjacent units until at most max_units remain: the cut with
+ * the most tensors crossing goes first, and among equally wide cuts the
+ * one between the two units with the least compute.  cut[] lists the
+ * n + 1 unit boundaries in positions, w[] the width of each cut (w[0]
+ * unused) and t[] the units' times. */
+static int merge_units(int n, int max_units, int *cut, int *w, double *t)
+{
+	while (n > max_units) {
+		int best = 0;
+
+		for (int u = 1; u + 1 < n; u++)
+			if (w[u + 1] > w[best + 1] ||
+			    (w[u + 1] == w[best + 1] && t[u] + t[u + 1] < t[best] + t[best + 1]))
+				best = u;
+		t[best] += t[best + 1];
+		memmove(&t[best + 1], &t[best + 2], (size_t)(n - best - 2) * sizeof *t);
+		memmove(&cut[best + 1], &cut[best + 2], (size_t)(n - best - 1) * sizeof *cut);
+		memmove(&w[best + 1], &w[best + 2], (size_t)(n - best - 1) * sizeof *w);
+		n--;
+	}
+	return n;
+}
+
+/* Per operator in unit order: time, parameter and activation bytes. */
+static int op_numbers(struct pd *pd, double *t, double *w, double *act)
+{
+	const struct graph *g = pd->in->g;
+	const int one[NDIMS] = { 1, 1, 1, 1, 1 };
+	struct plan_op po = { .degree = { 1, 1, 1, 1, 1 } };
+
+	for (int k = 0; k < pd->nops; k++) {
+		const struct op *op = &g->ops[pd->order[k]];
+		struct op_cost oc;
+		int rc = profile_lookup(pd->in->p, g, pd->order[k], one, &oc);
+
+		if (rc)
+			return rc;
+		/* as the simulator: an input has no backward */
+		t[k] = 1e-6 * (oc.fwd_us + (op->kind == OP_INPUT ? 0 : oc.bwd_us));
+		w[k] = (double)plan_param_shard_bytes(op, &po);
+		act[k] = (double)op->out_bytes;
+	}
+	return AP_OK;
+}
+
+static int build_units(struct pd *pd)
+{
+	const struct graph *g = pd->in->g;
+	int N = pd->nops, *cofs = NULL, *cons = NULL, *pos, *cut, *width, *cw;
+	double *t, *w, *act, *xb, *ut;
+	char *placed;
+	int rc = graph_consumers(g, &cofs, &cons);
+
+	if (rc)
+		return rc;
+	pos = calloc((size_t)N + 2, sizeof *pos);
+	cut = calloc((size_t)N + 2, sizeof *cut);
+	width = calloc((size_t)N + 2, sizeof *width);
+	cw = calloc((size_t)N + 2, sizeof *cw);
+	placed = calloc((size_t)N + 1, 1);
+	t = calloc((size_t)N + 1, sizeof *t);
+	w = calloc((size_t)N + 1, sizeof *w);
+	act = calloc((size_t)N + 1, sizeof *act);
+	xb = calloc((size_t)N + 2, sizeof *xb);
+	ut = calloc((size_t)N + 1, sizeof *ut);
+	if (!pos || !cut || !width || !cw || !placed || !t || !w || !act || !xb || !ut) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
+	}
+	unit_order(pd, cofs, placed);
+	for (int k = 0; k < N; k++)
+		pos[pd->order[k]] = k;
+	/* Tensors crossing the cut before position s: op u at position p
+	 * whose last consumer is at q crosses the cuts p + 1 .. q. */
+	for (int u = 0; u < N; u++) {
+		int q = -1;
+
+		for (int e = cofs[u]; e < cofs[u + 1]; e++)
+			q = pos[cons[e]] > q ? pos[cons[e]] : q;
+		if (q > pos[u]) {
+			width[pos[u] + 1]++;
+			width[q + 1]--;
+			xb[pos[u] + 1] += (double)g->ops[u].out_bytes;
+			xb[q + 1] -= (double)g->ops[u].out_bytes;
+		}
+	}
+	for (int s = 1; s <= N; s++) {
+		width[s] += width[s - 1];
+		xb[s] += xb[s - 1];
+	}
+	rc = op_numbers(pd, t, w, act);
+	if (rc)
+		goto out;
+	/* One unit per operator, except that an input stays with the
+	 * operator after it, its first consumer: as in the reference, which
+	 * drops the inputs, they are never a stage of their own.  Then the
+	 * branches are collapsed. */
+	pd->n = 0;
+	for (int k = 0; k < N; k++) {
+		if (k == 0 || g->ops[pd->order[k - 1]].nin > 0 ||
+		    cofs[pd->order[k - 1] + 1] == cofs[pd->order[k - 1]]) {
+			cut[pd->n] = k;
+			cw[pd->n] = width[k];
+			ut[pd->n++] = 0;
+		}
+		ut[pd->n - 1] += t[k];
+	}
+	cut[pd->n] = N;
+	pd->n = merge_units(pd->n, pd->max_units, cut, cw, ut);
+	pd->first = malloc(((size_t)pd->n + 1) * sizeof *pd->first);
+	pd->ct = calloc((size_t)pd->n + 1, sizeof *pd->ct);
+	pd->cw = calloc((size_t)pd->n + 1, sizeof *pd->cw);
+	pd->ca = calloc((size_t)pd->n + 1, sizeof *pd->ca);
+	pd->cross = calloc((size_t)pd->n + 1, sizeof *pd->cross);
+	if (!pd->first || !pd->ct || !pd->cw || !pd->ca || !pd->cross) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
+	}
+	memcpy(pd->first, cut, ((size_t)pd->n + 1) * sizeof *cut);
+	for (int u = 0; u < pd->n; u++) {
+		pd->ct[u + 1] = pd->ct[u];
+		pd->cw[u + 1] = pd->cw[u];
+		pd->ca[u + 1] = pd->ca[u];
+		for (int k = cut[u]; k < cut[u + 1]; k++) {
+			pd->ct[u + 1] += t[k];
+			pd->cw[u + 1] += w[k];
+			pd->ca[u + 1] += act[k];
+		}
+		pd->cross[u] = u ? xb[cut[u]] : 0;
+	}
+out:
+	free(cofs);
+	free(cons);
+	free(pos);
+	free(cut);
+	free(width);
+	free(cw);
+	free(placed);
+	free(t);
+	free(w);
+	free(act);
+	free(xb);
+	free(ut);
+	return rc;
+}
+
+/* --- the dynamic program -------------------------------------------------- */
+
+/* Time of [a, b) on one component of level l - 1 (level 0: its compute),
+ * and the lcm of the replication factors that solution uses. */
+static double lower_time(const struct pd *pd, int l, int a, int b)
+{
+	if (l == 0)
+		return pd->ct[b] - pd->ct[a];
+	return pd->lv[l - 1].t[at(pd, pd->lv[l - 1].m, a, b)];
+}
+
+static int lower_lcm(const struct pd *pd, int l, int a, int b)
+{
+	return l == 0 ? 1 : pd->lv[l - 1].lcm[at(pd, pd->lv[l - 1].m, a, b)];
+}
+
+/* Whether [a, b) may run as a stage of r replicas at level l: its lower
+ * solution exists and every device-level factor divides the batch. */
+static int admissible(const struct pd *pd, int l, int a, int b, int r)
+{
+	return isfinite(lower_time(pd, l, a, b)) &&
+	       pd->in->g->batch % ((int64_t)r * lower_lcm(pd, l, a, b)) == 0;
+}
+
+/* Whether [a, b) with k stashed copies fits a device (see the top). */
+static int fits(const struct pd *pd, int l, int a, int b, int k)
+{
+	double w = pd->cw[b] - pd->cw[a], need = k * (pd->ca[b] - pd->ca[a] + w);
+
+	if (l == 0)
+		need += 3 * w;
+	return !pd->memory || need <= pd->mem;
+}
+
+/* The time of [a, b) as a stage of r replicas: alone (last = 0) or as the
+ * last stage of a split (last = 1), by the terms at the top. */
+static double stage_time(const struct pd *pd, int l, int a, int b, int r, int last)
+{
+	const struct pd_level *L = &pd->lv[l];
+	double c = lower_time(pd, l, a, b), w = pd->cw[b] - pd->cw[a], sync;
+
+	if (pd->paper) {
+		double t = fmax(c, 2.0 * (r - 1) * w / L->bw) / r;
+
+		return last ? fmax(t, 2.0 * pd->cross[a] / L->bw) : t;
+	}
+	sync = 4.0 * (r - 1) * w / (r * L->bw);
+	if (!last)
+		return (c + sync / L->dev) / r;
+	c = (c + sync) / r;
+	if (pd->ratio > 0) /* its input and its output, shared by its replicas */
+		c = fmax(c, 2.0 * fmax(pd->cross[a], pd->cross[b]) / (L->bw * r * pd->ratio));
+	return c;
+}
+
+static void set_cell(struct pd_level *L, size_t i, double t, int split, int sub, int rep,
+		     int lcm)
+{
+	L->t[i] = t;
+	L->split[i] = split;
+	L->sub[i] = sub;
+	L->rep[i] = rep;
+	L->lcm[i] = lcm;
+}
+
+static void copy_cell(struct pd_level *L, size_t to, size_t from)
+{
+	set_cell(L, to, L->t[from], L->split[from], L->sub[from], L->rep[from], L->lcm[from]);
+}
+
+/* The best split of [a, b) on j components. */
+static void best_split(struct pd *pd, int l, int j, int a, int b)
+{
+	struct pd_level *L = &pd->lv[l];
+	size_t cell = at(pd, j, a, b);
+	int rmax = pd->straight ? 1 : j - 1;
+
+	for (int r = 1; r <= rmax; r++) {
+		int k = (L->m - j + r - 1) / r, arg = -1, c = a + 1;
+		const double *head = &L->t[at(pd, j - r, a, 0)];
+		const double *tail = &pd->last[at(pd, r, b, 0)];
+		double v = INFINITY;
+
+		while (c < b && !fits(pd, l, c, b, k))
+			c++;
+		for (; c < b; c++) {
+			double x = head[c] > tail[c] ? head[c] : tail[c];
+
+			if (x < v) {
+				v = x;
+				arg = c;
+			}
+		}
+		if (arg >= 0 && v < L->t[cell]) {
+			size_t h = at(pd, j - r, a, arg);
+
+			set_cell(L, cell, v, arg, j - r, r,
+				 (int)lcm64(L->lcm[h], (int64_t)r * lower_lcm(pd, l, arg, b)));
+		}
+	}
+}
+
+static int solve_level(struct pd *pd, int l, int amax)
+{
+	struct pd_level *L = &pd->lv[l];
+	int n = pd->n, M = L->m;
+	size_t size = at(pd, M + 1, 0, 0);
+
+	L->t = malloc(size * sizeof *L->t);
+	L->split = malloc(size * sizeof *L->split);
+	L->sub = malloc(size * sizeof *L->sub);
+	L->rep = malloc(size * sizeof *L->rep);
+	L->lcm = malloc(size * sizeof *L->lcm);
+	if (!L->t || !L->split || !L->sub || !L->rep || !L->lcm)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (size_t i = 0; i < size; i++)
+		set_cell(L, i, INFINITY, -1, 0, 0, 1);
+	/* one stage of j replicas */
+	for (int j = 1; j <= (pd->straight ? 1 : M); j++)
+		for (int a = 0; a < amax; a++)
+			for (int b = a + 1; b <= n; b++)
+				if (admissible(pd, l, a, b, j) && fits(pd, l, a, b, (M - 1) / j))
+					set_cell(L, at(pd, j, a, b), stage_time(pd, l, a, b, j, 0),
+						 -1, 0, j, j * lower_lcm(pd, l, a, b));
+	/* the last stage of a split, [c, b) on r replicas, by r, b, c */
+	for (int r = 1; r < M; r++)
+		for (int b = 1; b <= n; b++)
+			for (int c = 0; c < b; c++)
+				pd->last[at(pd, r, b, c)] =
+					admissible(pd, l, c, b, r) ? stage_time(pd, l, c, b, r, 1)
+								   : INFINITY;
+	for (int j = 1; j <= M; j++) {
+		if (now_s() > pd->deadline)
+			return ap_err(AP_EINPUT, "pipedream", 0, "the search did not finish "
+				      "within its budget of %g s (%d units, %d components at "
+				      "level %d; max-units bounds the first)", pd->in->budget_s,
+				      n, M, l);
+		for (int a = 0; a < amax; a++)
+			for (int b = a + 1; b <= n; b++) {
+				size_t cell = at(pd, j, a, b);
+
+				if (pd->fewer && j > 1 && L->t[at(pd, j - 1, a, b)] < L->t[cell])
+					copy_cell(L, cell, at(pd, j - 1, a, b));
+				if (j > 1 && b - a > 1)
+					best_split(pd, l, j, a, b);
+			}
+	}
+	return AP_OK;
+}
+
+/* --- the plan ------------------------------------------------------------- */
+
+static int add_stage(struct pd *pd, int a, int b, const int *devs, int ndev)
+{
+	struct pd_stage *s;
+
+	if (pd->nst == pd->cap_st) {
+		int cap = pd->cap_st ? 2 * pd->cap_st : 16;
+		struct pd_stage *v = realloc(pd->st, (size_t)cap * sizeof *v);
+
+		if (!v)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		pd->st = v;
+		pd->cap_st = cap;
+	}
+	s = &pd->st[pd->nst];
+	s->devs = malloc((size_t)ndev * sizeof *s->devs);
+	if (!s->devs)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	memcpy(s->devs, devs, (size_t)ndev * sizeof *devs);
+	s->a = a;
+	s->b = b;
+	s->ndev = ndev;
+	pd->nst++;
+	return AP_OK;
+}
+
+/* The solution of [a, b) on j components of level l, run by nb copies
+ * whose first devices are bases[]: each of its stages takes the next r
+ * components of every copy, and is either a device-level stage (level 0)
+ * or the lower level's solution of its range on each of them. */
+static int emit(struct pd *pd, int l, int a, int b, int j, const int *bases, int nb)
+{
+	const struct pd_level *L = &pd->lv[l];
+	int *sa = malloc(((size_t)pd->n + 1) * 3 * sizeof *sa), ns = 0, q = 0, rc = AP_OK;
+	int *devs = NULL;
+
+	if (!sa)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (size_t cell = at(pd, j, a, b);; cell = at(pd, L->sub[cell], a, L->split[cell])) {
+		sa[3 * ns] = L->split[cell] < 0 ? a : L->split[cell];
+		sa[3 * ns + 1] = (int)(cell % ((size_t)pd->n + 1));
+		sa[3 * ns + 2] = L->rep[cell];
+		ns++;
+		if (L->split[cell] < 0)
+			break;
+	}
+	for (int s = ns - 1; s >= 0 && !rc; s--) {
+		int r = sa[3 * s + 2], nd = 0;
+		int *v = realloc(devs, (size_t)nb * r * sizeof *devs);
+
+		if (!v) {
+			rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			break;
+		}
+		devs = v;
+		for (int k = 0; k < nb; k++)
+			for (int t = 0; t < r; t++)
+				devs[nd++] = bases[k] + (q + t) * L->dev;
+		q += r;
+		rc = l == 0 ? add_stage(pd, sa[3 * s], sa[3 * s + 1], devs, nd)
+			    : emit(pd, l - 1, sa[3 * s], sa[3 * s + 1], pd->lv[l - 1].m, devs, nd);
+	}
+	free(sa);
+	free(devs);
+	return rc;
+}
+
+/* Fills out with the stages and m micro-batches. */
+static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct plan *out)
+{
+	const struct graph *g = pd->in->g;
+	int rc = plan_alloc(out, g, pd->nst);
+
+	out->sched = sched;
+	out->microbatches = m;
+	for (int s = 0; s < pd->nst && !rc; s++) {
+		const struct pd_stage *st = &pd->st[s];
+		int nxt = s + 1;
+
+		out->stages[s].id = s;
+		rc = plan_set_devices(&out->stages[s].devices, &out->stages[s].ndev, st->devs,
+				      st->ndev);
+		if (!rc && s + 1 < pd->nst)
+			rc = plan_set_devices(&out->stages[s].next, &out->stages[s].nnext, &nxt, 1);
+		for (int k = pd->first[st->a]; k < pd->first[st->b] && !rc; k++) {
+			struct plan_op *po = &out->ops[pd->order[k]];
+
+			po->stage = s;
+			for (int d = 0; d < NDIMS; d++)
+				po->degree[d] = d == DIM_N ? st->ndev : 1;
+			rc = plan_set_devices(&po->devices, &po->ndev, st->devs, st->ndev);
+		}
+	}
+	return rc;
+}
+
+/* Micro-batch counts every stage's replication divides the micro-batch
+ * of, nearest to noam first (ties: the larger). */
+static int microbatch_choices(const struct pd *pd, int noam, int *mb, int cap)
+{
+	int64_t l = 1, q;
+	int n = 0;
+
+	for (int s = 0; s < pd->nst; s++)
+		l = lcm64(l, pd->st[s].ndev);
+	q = pd->in->g->batch / l;
+	for (int64_t d = 1; d * d <= q && n + 1 < cap; d++)
+		if (q % d == 0) {
+			mb[n++] = (int)d;
+			if (d * d < q)
+				mb[n++] = (int)(q / d);
+		}
+	for (int x = 1; x < n; x++)
+		for (int y = x; y > 0; y--) {
+			int dy = abs(mb[y] - noam), dx = abs(mb[y - 1] - noam);
+
+			if (dy < dx || (dy == dx && mb[y] > mb[y - 1])) {
+				int t = mb[y];
+
+				mb[y] = mb[y - 1];
+				mb[y - 1] = t;
+			}
+		}
+	return n;
+}
+
+/* Chooses the micro-batches (NOAM, or the nearest count that the plan
+ * admits and whose simulated peak memory fits) and fills out. */
+static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct plan *out)
+{
+	int W = 0, noam, mb[256], n, rc = AP_OK, tries = 0;
+	struct sim s;
+	struct sim_result r = { 0 };
+
+	for (int k = 0; k < pd->nst; k++)
+		W += pd->st[k].ndev;
+	noam = (W + pd->st[0].ndev - 1) / pd->st[0].ndev;
+	n = microbatch_choices(pd, noam, mb, 256);
+	if (pd->memory)
+		rc = sim_init(&s, pd->in->g, pd->in->p, pd->in->c);
+	for (int k = 0; k < n && !rc; k++) {
+		rc = fill_plan(pd, sched, mb[k], out);
+		tries++;
+		if (rc || !pd->memory)
+			break;
+		rc = sim_run(&s, out, NULL, &r);
+		if (!rc && (r.mem_bytes <= 0 || r.peak_mem_bytes <= r.mem_bytes))
+			break;
+		if (!rc && k + 1 == n)
+			rc = ap_err(AP_EINPUT, "pipedream", 0, "the plan of '%s' (%d stages) "
+				    "needs %lld bytes on device %d, more than its %lld, at "
+				    "every micro-batch count it admits", pd->in->g->name,
+				    pd->nst, (long long)r.peak_mem_bytes, r.peak_dev,
+				    (long long)r.mem_bytes);
+	}
+	if (pd->memory)
+		sim_release(&s);
+	if (!rc)
+		rc = plan_set_stat(out, "noam", noam);
+	if (!rc)
+		rc = plan_set_stat(out, "microbatch_tries", tries);
+	return rc;
+}
+
+/* --- the planner ---------------------------------------------------------- */
+
+static void levels(struct pd *pd)
+{
+	const struct cluster *c = pd->in->c;
+
+	pd->nlv = 0;
+	if (c->per_node > 1 || c->nodes == 1)
+		pd->lv[pd->nlv++] = (struct pd_level){ .m = c->per_node, .dev = 1,
+						       .bw = c->intra.bw_bytes_per_s };
+	if (c->nodes > 1)
+		pd->lv[pd->nlv++] = (struct pd_level){ .m = c->nodes,
+						       .dev = pd->nlv ? c->per_node : 1,
+						       .bw = c->inter.bw_bytes_per_s };
+}
+
+static void pd_release(struct pd *pd)
+{
+	free(pd->order);
+	free(pd->first);
+	free(pd->ct);
+	free(pd->cw);
+	free(pd->ca);
+	free(pd->cross);
+	free(pd->last);
+	for (int l = 0; l < pd->nlv; l++) {
+		free(pd->lv[l].t);
+		free(pd->lv[l].split);
+		free(pd->lv[l].sub);
+		free(pd->lv[l].rep);
+		free(pd->lv[l].lcm);
+	}
+	for (int s = 0; s < pd->nst; s++)
+		free(pd->st[s].devs);
+	free(pd->st);
+}
+
+static int plan_pipedream(const struct planner_input *in, struct plan *out)
+{
+	struct pd pd = { .in = in, .nops = in->g->nops };
+	const char *sched = planner_opt(in, "schedule");
+	int top, base = 0, rc;
+	double est;
+
+	pd.straight = planner_flag(in, "straight");
+	pd.fewer = planner_flag(in, "fewer");
+	pd.paper = !strcmp(planner_opt(in, "cost"), "paper");
+	pd.memory = !strcmp(planner_opt(in, "memory"), "on");
+	pd.max_units = (int)planner_real(in, "max-units");
+	pd.ratio = planner_real(in, "compression");
+	pd.deadline = now_s() + in->budget_s;
+	pd.mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
+	if (pd.ratio < 0)
+		return ap_err(AP_EINPUT, "pipedream", 0, "compression must be 0 (activation "
+			      "transfers not charged) or a positive ratio");
+	if (pd.max_units < 2)
+		return ap_err(AP_EINPUT, "pipedream", 0, "max-units must be at least 2");
+	if (pd.nops < 1)
+		return ap_err(AP_EINPUT, "pipedream", 0, "model '%s' has no operators",
+			      in->g->name);
+	levels(&pd);
+	pd.order = malloc((size_t)pd.nops * sizeof *pd.order);
+	if (!pd.order) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
+	}
+	rc = build_units(&pd);
+	for (int l = 0; l < pd.nlv && !rc; l++) {
+		free(pd.last);
+		pd.last = malloc(at(&pd, pd.lv[l].m + 1, 0, 0) * sizeof *pd.last);
+		rc = pd.last ? solve_level(&pd, l, l + 1 < pd.nlv ? pd.n : 1)
+			     : ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	if (rc)
+		goto out;
+	top = pd.nlv - 1;
+	est = pd.lv[top].t[at(&pd, pd.lv[top].m, 0, pd.n)];
+	if (!isfinite(est)) {
+		rc = ap_err(AP_EINPUT, "pipedream", 0, "no pipeline of '%s' on %d devices "
+			    "meets the constraints (%d units%s%s; replication must divide the "
+			    "batch %lld)%s", in->g->name, cluster_ndevices(in->c), pd.n,
+			    pd.straight ? ", one device per stage" : "",
+			    pd.memory ? ", each stage fitting a device's memory" : "",
+			    (long long)in->g->batch,
+			    pd.fewer ? "" : "; 'fewer' lets it use fewer devices");
+		goto out;
+	}
+	rc = emit(&pd, top, 0, pd.n, pd.lv[top].m, &base, 1);
+	/* one stage is data parallelism, which PipeDream runs synchronously */
+	if (!rc)
+		rc = choose_microbatches(&pd, !strcmp(sched, "1f1b-flush") || pd.nst == 1
+						      ? SCHED_1F1B : SCHED_1F1B_ASYNC, out);
+	if (!rc)
+		rc = plan_set_stat(out, "planner_est_ms", 1e3 * est);
+	if (!rc)
+		rc = plan_set_stat(out, "stages", pd.nst);
+	if (!rc)
+		rc = plan_set_stat(out, "replicas_input", pd.st[0].ndev);
+	if (!rc)
+		rc = plan_set_stat(out, "units", pd.n);
+out:
+	pd_release(&pd);
+	return rc;
+}
+
+const struct planner planner_pipedream = {
+	.name = "pipedream",
+	.description = "hierarchical DP over layer ranges, workers and stage replication; 1F1B",
+	.anchor = "Narayanan et al., SOSP 2019",
+	.plan = plan_pipedream,
+	.options = (const struct planner_option[]){
+		{ "straight", POPT_FLAG, NULL, NULL, "no replication: one device per stage" },
+		{ "fewer", POPT_FLAG, NULL, NULL, "a range may use fewer devices than it is given" },
+		{ "schedule", POPT_CHOICE, "1f1b-async", "1f1b-async|1f1b-flush",
+		  "PipeDream's weight stashing, or PipeDream-Flush" },
+		{ "cost", POPT_CHOICE, "code", "code|paper",
+		  "cost terms of the reference optimizer, or of the paper's recurrence" },
+		{ "compression", POPT_REAL, "1", NULL,
+		  "cost=code: activations shrink by this ratio on the wire; 0: not charged" },
+		{ "memory", POPT_CHOICE, "on", "on|off", "the memory constraint" },
+		{ "max-units", POPT_INT, "128", NULL,
+		  "at most this many units (adjacent ones merged, least compute first)" },
+		{ 0 },
+	},
+};

@@ -1,0 +1,416 @@
+/*
+ * The pipedream planner (PipeDream, SOSP 2019, section 3.1): its straight
+ * pipelines reach the minimum bottleneck stage time that exhaustive
+ * enumeration of pipelines finds; its cost terms have the closed forms of
+ * the reference optimizer and of the paper; it replicates stages where
+ * that pays and only as far as the batch divides; the memory constraint
+ * spreads a model that does not fit; every imported profile and zoo model
+ * plans, validates and simulates on PipeDream's clusters; and its plans
+ * beat data parallelism where the paper says they do.
+ */
+#include "testutil.h"
+
+#include <dirent.h>
+
+#include "datadir.h"
+#include "err.h"
+#include "model_io.h"
+#include "planner.h"
+#include "sim.h"
+
+/* A fast single-node cluster: transfers cost next to nothing. */
+#define FAST4 "1x4:v100,intra=1000TB/s,intra_lat=1ns"
+
+struct inst {
+	struct graph g;
+	struct cluster c;
+	struct profile p;
+};
+
+static void inst_load(struct inst *x, const char *model, int64_t batch, const char *cspec)
+{
+	char dir[4096], rel[256];
+
+	if (model_load(model, batch, &x->g) != AP_OK)
+		fail_msg("%s: %s", model, ap_last_error());
+	assert_int_equal(cluster_resolve(cspec, NULL, &x->c), AP_OK);
+	snprintf(rel, sizeof rel, "profiles/%s", x->c.profile);
+	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), &x->p), AP_OK);
+}
+
+static void inst_release(struct inst *x)
+{
+	graph_release(&x->g);
+	profile_release(&x->p);
+}
+
+/* Plans x with a planner spec through the driver (which validates). */
+static int run(const char *spec, struct inst *x, struct plan *out)
+{
+	const struct planner *pl;
+	struct planner_opts o;
+	struct planner_input in = { .g = &x->g, .p = &x->p, .c = &x->c, .budget_s = 60,
+				    .seed = 1, .opts = &o };
+
+	plan_init(out);
+	assert_int_equal(planner_parse(spec, "test", &pl, &o), AP_OK);
+	return planner_run(pl, &in, x->c.profile, out);
+}
+
+static double stat_of(const struct plan *p, const char *name)
+{
+	for (int k = 0; k < p->nstats; k++)
+		if (!strcmp(p->stat_name[k], name))
+			return p->stat_value[k];
+	fail_msg("no stat '%s'", name);
+	return NAN;
+}
+
+/* The simulated iteration time; the peak memory must fit. */
+static double simulate(struct inst *x, const struct plan *p)
+{
+	struct sim s;
+	struct sim_result r;
+
+	assert_int_equal(sim_init(&s, &x->g, &x->p, &x->c), AP_OK);
+	assert_int_equal(sim_run(&s, p, NULL, &r), AP_OK);
+	sim_release(&s);
+	if (r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes)
+		fail_msg("%s on %s: peak memory %lld > %lld", x->g.name, x->c.name,
+			 (long long)r.peak_mem_bytes, (long long)r.mem_bytes);
+	return r.iter_s;
+}
+
+/* A chain: an input, then layers with the given forward times (ms; the
+ * backward is half of it), parameter bytes and output features. */
+static const char *chain(const char *name, int64_t batch, int n, const double *ms,
+			 const double *param_bytes, const int *features)
+{
+	static char text[8192];
+	char prev[16] = "x";
+	int len = snprintf(text, sizeof text, "model %s\nbatch %lld\n"
+			   "input x c=1 fwd_us=0 bwd_us=0\n", name, (long long)batch);
+
+	for (int k = 0; k < n; k++) {
+		len += snprintf(text + len, sizeof text - (size_t)len,
+				"opaque L%d %s c=%d fwd_us=%.3f bwd_us=%.3f param_bytes=%.0f\n",
+				k, prev, features ? features[k] : 1, 1e3 * ms[k], 0.5e3 * ms[k],
+				param_bytes ? param_bytes[k] : 0);
+		snprintf(prev, sizeof prev, "L%d", k);
+	}
+	return tmp_write(name, text);
+}
+
+/* Straight pipelines: the DP's minimum bottleneck stage time equals the
+ * best that exhaustive enumeration of pipelines (one device per stage,
+ * PipeDream's schedule, whose time is the bottleneck) finds, on random
+ * chains of 4 to 10 layers on 4 devices. */
+static void test_straight_matches_exhaustive(void **state)
+{
+	uint64_t seed = 12345;
+
+	(void)state;
+	for (int trial = 0; trial < 14; trial++) {
+		int n = 4 + trial % 7;
+		double ms[10];
+		struct inst x;
+		struct plan pd, ex;
+		double a, b;
+
+		for (int k = 0; k < n; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			ms[k] = 1 + (double)(seed >> 33) / (double)(1ull << 31) * 20;
+		}
+		inst_load(&x, chain("rand.model", 8, n, ms, NULL, NULL), 0, FAST4);
+		assert_int_equal(run("pipedream:straight", &x, &pd), AP_OK);
+		assert_int_equal(run("exhaustive:whole,schedule=1f1b-async", &x, &ex), AP_OK);
+		a = stat_of(&pd, "planner_est_ms");
+		b = stat_of(&ex, "planner_est_ms");
+		if (fabs(a - b) > 1e-6 * b)
+			fail_msg("chain of %d: pipedream %.9g ms, exhaustive %.9g ms", n, a, b);
+		for (int s = 0; s < pd.nstages; s++)
+			assert_int_equal(pd.stages[s].ndev, 1);
+		assert_int_equal(pd.nstages, 4);
+		/* and the simulator agrees with the DP on this cluster */
+		assert_true(fabs(1e3 * simulate(&x, &pd) - a) <= 1e-6 * a);
+		plan_release(&pd);
+		plan_release(&ex);
+		inst_release(&x);
+	}
+}
+
+/* The reference optimizer's terms on one replicated stage, two levels:
+ * inside a server (C + 4 (r-1) W / (r B0)) / r, across servers the same
+ * on that time with the sync divided by the devices of a server; the
+ * paper's max(C, 2 (r-1) W / B) / r at each level. */
+static void test_closed_forms(void **state)
+{
+	const double ms[] = { 100 }, w[] = { 10e6 };
+	const double C = 0.15, W = 10e6, Bi = 10e9, Be = 1e9;
+	double t0, want;
+	struct inst x;
+	struct plan p;
+
+	(void)state;
+	inst_load(&x, chain("one.model", 64, 1, ms, w, NULL), 0,
+		  "2x2:v100,intra=10GB/s,inter=1GB/s,intra_lat=1ns,inter_lat=1ns");
+	assert_int_equal(run("pipedream", &x, &p), AP_OK);
+	t0 = (C + 4 * W / (2 * Bi)) / 2;
+	want = (t0 + 4 * W / (2 * Be) / 2) / 2;
+	assert_true(fabs(stat_of(&p, "planner_est_ms") - 1e3 * want) < 1e-9);
+	assert_int_equal(p.nstages, 1);
+	assert_int_equal(p.stages[0].ndev, 4);
+	assert_int_equal(p.sched, SCHED_1F1B); /* one stage: synchronous */
+	plan_release(&p);
+	assert_int_equal(run("pipedream:cost=paper", &x, &p), AP_OK);
+	want = fmax(fmax(C, 2 * W / Bi) / 2, 2 * W / Be) / 2;
+	assert_true(fabs(stat_of(&p, "planner_est_ms") - 1e3 * want) < 1e-9);
+	plan_release(&p);
+	inst_release(&x);
+}
+
+/* Activation transfers: two 100 ms layers whose cut sends 256 MB over
+ * 1 GB/s.  Charged (the paper's 2 a / B, the reference's with compression
+ * 1), the pipeline puts both layers on one stage; not charged (the
+ * reference without compression), it cuts between them. */
+static void test_activation_term(void **state)
+{
+	const double ms[] = { 100, 100 };
+	const int feat[] = { 1 << 20, 1 };
+	static const struct {
+		const char *spec;
+		double est_ms;
+	} cases[] = {
+		{ "pipedream:straight,fewer,cost=paper", 150 * 2 },
+		{ "pipedream:straight,fewer", 150 * 2 },
+		{ "pipedream:straight,fewer,compression=0", 150 },
+	};
+	struct inst x;
+
+	(void)state;
+	inst_load(&x, chain("act.model", 64, 2, ms, NULL, feat), 0,
+		  "1x2:v100,intra=1GB/s,intra_lat=1ns");
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct plan p;
+		double got;
+
+		assert_int_equal(run(cases[k].spec, &x, &p), AP_OK);
+		got = stat_of(&p, "planner_est_ms");
+		if (fabs(got - cases[k].est_ms) > 1e-6)
+			fail_msg("%s: %.9g ms, expected %.9g", cases[k].spec, got,
+				 cases[k].est_ms);
+		plan_release(&p);
+	}
+	inst_release(&x);
+}
+
+/* Devices per stage, and the devices the layers L1.. (after the heavy
+ * first layer) get in total. */
+static int light_devices(const struct inst *x, const struct plan *p)
+{
+	int n = 0, last = -1;
+
+	for (int i = graph_find(&x->g, "L1"); i < x->g.nops; i++)
+		if (p->ops[i].stage != last) {
+			last = p->ops[i].stage;
+			n += p->stages[last].ndev;
+		}
+	return n;
+}
+
+/* Replication: a heavy layer without parameters and three light layers
+ * with 100 MB each on a slow link.  The heavy one is replicated three
+ * times, the rest share one device (30 ms); when 3 does not divide the
+ * batch, twice (45 ms). */
+static void test_replication(void **state)
+{
+	const double ms[] = { 60, 4, 4, 4 }, w[] = { 0, 100e6, 100e6, 100e6 };
+	const char *cl = "1x4:v100,intra=1GB/s,intra_lat=1ns";
+	struct inst x;
+	struct plan p;
+
+	(void)state;
+	inst_load(&x, chain("rep.model", 96, 4, ms, w, NULL), 0, cl);
+	assert_int_equal(run("pipedream", &x, &p), AP_OK);
+	assert_true(fabs(stat_of(&p, "planner_est_ms") - 30) < 1e-6);
+	assert_int_equal(p.nstages, 2);
+	assert_int_equal(p.stages[0].ndev, 3);
+	assert_int_equal(stat_of(&p, "replicas_input"), 3);
+	assert_int_equal(p.ops[graph_find(&x.g, "L0")].degree[DIM_N], 3);
+	assert_int_equal(light_devices(&x, &p), 1);
+	/* NOAM = ceil(4 / 3) = 2 micro-batches of 48, which 3 divides */
+	assert_int_equal(p.microbatches, 2);
+	assert_int_equal(p.sched, SCHED_1F1B_ASYNC);
+	simulate(&x, &p);
+	plan_release(&p);
+	inst_release(&x);
+
+	inst_load(&x, chain("rep64.model", 64, 4, ms, w, NULL), 0, cl);
+	assert_int_equal(run("pipedream:schedule=1f1b-flush", &x, &p), AP_OK);
+	assert_true(fabs(stat_of(&p, "planner_est_ms") - 45) < 1e-6);
+	assert_int_equal(p.stages[0].ndev, 2);
+	assert_int_equal(p.sched, SCHED_1F1B);
+	plan_release(&p);
+	inst_release(&x);
+}
+
+/* Memory: each light layer's 200 MB of parameters needs 600 MB with its
+ * gradients and momentum.  Without the constraint the three share one
+ * device and the plan does not validate on 1.1 GB devices; with it they
+ * get a device each (the reference's stash term, 2 x 200 MB more for the
+ * first of them, still fits) and the plan validates and fits. */
+static void test_memory_constraint(void **state)
+{
+	const double ms[] = { 60, 1, 1, 1 }, w[] = { 0, 200e6, 200e6, 200e6 };
+	const char *cl = "1x4:v100,intra=1GB/s,intra_lat=1ns,mem=1100MB";
+	struct inst x;
+	struct plan p;
+
+	(void)state;
+	inst_load(&x, chain("mem.model", 96, 4, ms, w, NULL), 0, cl);
+	ap_err_quiet(1);
+	assert_int_equal(run("pipedream:memory=off", &x, &p), AP_EINPUT);
+	ap_err_quiet(0);
+	assert_non_null(strstr(ap_last_error(), "weights, gradients and momentum need"));
+	assert_int_equal(light_devices(&x, &p), 1);
+	plan_release(&p);
+	assert_int_equal(run("pipedream", &x, &p), AP_OK);
+	assert_int_equal(light_devices(&x, &p), 3);
+	assert_int_equal(p.stages[0].ndev, 1);
+	assert_true(fabs(stat_of(&p, "planner_est_ms") - 90) < 1e-6);
+	simulate(&x, &p);
+	plan_release(&p);
+	inst_release(&x);
+}
+
+/* Bad options are refused with a message; the search is deterministic. */
+static void test_options_and_determinism(void **state)
+{
+	static const char *const bad[] = { "pipedream:compression=-1", "pipedream:max-units=1" };
+	struct inst x;
+	struct plan p, q;
+
+	(void)state;
+	inst_load(&x, "pipedream/resnet101", 0, "pipedream-a");
+	ap_err_quiet(1);
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+		assert_int_equal(run(bad[k], &x, &p), AP_EINPUT);
+		plan_release(&p);
+	}
+	ap_err_quiet(0);
+	assert_int_equal(run("pipedream", &x, &p), AP_OK);
+	assert_int_equal(run("pipedream", &x, &q), AP_OK);
+	assert_int_equal(p.nstages, q.nstages);
+	assert_int_equal(p.microbatches, q.microbatches);
+	for (int s = 0; s < p.nstages; s++) {
+		assert_int_equal(p.stages[s].ndev, q.stages[s].ndev);
+		assert_memory_equal(p.stages[s].devices, q.stages[s].devices,
+				    (size_t)p.stages[s].ndev * sizeof(int));
+	}
+	for (int i = 0; i < x.g.nops; i++)
+		assert_int_equal(p.ops[i].stage, q.ops[i].stage);
+	assert_true(stat_of(&p, "planner_est_ms") == stat_of(&q, "planner_est_ms"));
+	plan_release(&p);
+	plan_release(&q);
+	inst_release(&x);
+}
+
+static const char *const imported[] = {
+	"alexnet", "densenet121", "gnmt", "gnmt_large", "inception_v3", "nasnetalarge",
+	"nasnetamobile", "resnet101", "resnet18", "resnet50", "resnext101", "resnext50",
+	"squeezenet1_0", "vgg16",
+};
+
+static void plans_everywhere(const char *model)
+{
+	static const char *const clusters[] = { "pipedream-a", "pipedream-b" };
+
+	for (int c = 0; c < 2; c++) {
+		struct inst x;
+		struct plan p;
+
+		inst_load(&x, model, 0, clusters[c]);
+		if (run("pipedream", &x, &p) != AP_OK)
+			fail_msg("%s on %s: %s", model, clusters[c], ap_last_error());
+		assert_true(simulate(&x, &p) > 0);
+		assert_true(stat_of(&p, "planner_est_ms") > 0);
+		plan_release(&p);
+		inst_release(&x);
+	}
+}
+
+/* All 14 imported profiles and every zoo model plan on clusters A and B;
+ * the plans validate (the driver checks), simulate and fit. */
+static void test_every_model_plans(void **state)
+{
+	char dir[4096], name[300];
+	DIR *d;
+	struct dirent *e;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof imported / sizeof imported[0]; k++) {
+		snprintf(name, sizeof name, "pipedream/%s", imported[k]);
+		plans_everywhere(name);
+	}
+	d = opendir(datapath(dir, sizeof dir, "models"));
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+
+		if (n > 6 && !strcmp(e->d_name + n - 6, ".model")) {
+			snprintf(name, sizeof name, "%.*s", (int)(n - 6), e->d_name);
+			plans_everywhere(name);
+		}
+	}
+	closedir(d);
+}
+
+/* PipeDream's headline: on the imported V100 profiles, VGG-16 and AlexNet
+ * train at least 2.5x faster than data parallelism on cluster A, VGG-16
+ * at least 2x on cluster B (the paper measured 5.28x, 4.92x and 2.98x). */
+static void test_beats_dp(void **state)
+{
+	static const struct {
+		const char *model, *cluster;
+		double at_least;
+	} cases[] = {
+		{ "pipedream/vgg16", "pipedream-a", 2.5 },
+		{ "pipedream/alexnet", "pipedream-a", 2.5 },
+		{ "pipedream/vgg16", "pipedream-b", 2.0 },
+	};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct inst x;
+		struct plan p, q;
+		double pd, dp;
+
+		inst_load(&x, cases[k].model, 0, cases[k].cluster);
+		assert_int_equal(run("pipedream", &x, &p), AP_OK);
+		assert_int_equal(run("dp", &x, &q), AP_OK);
+		pd = simulate(&x, &p);
+		dp = simulate(&x, &q);
+		if (dp / pd < cases[k].at_least)
+			fail_msg("%s on %s: %.3gx data parallelism", cases[k].model,
+				 cases[k].cluster, dp / pd);
+		plan_release(&p);
+		plan_release(&q);
+		inst_release(&x);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_straight_matches_exhaustive),
+		cmocka_unit_test(test_closed_forms),
+		cmocka_unit_test(test_activation_term),
+		cmocka_unit_test(test_replication),
+		cmocka_unit_test(test_memory_constraint),
+		cmocka_unit_test(test_options_and_determinism),
+		cmocka_unit_test(test_every_model_plans),
+		cmocka_unit_test(test_beats_dp),
+	};
+
+	return cmocka_run_group_tests_name("pipedream planner", tests, NULL, NULL);
+}
