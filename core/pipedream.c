@@ -272,8 +272,10 @@ static int build(struct pd *pd, const int *order, struct graph *g)
 		op.desc = nd->desc;
 		nd->desc = NULL;
 		op.m.valid = 1;
-		op.m.fwd_us = nd->fwd_ms * 1000.0;
-		op.m.bwd_us = nd->bwd_ms * 1000.0;
+		/* Input nodes are sources of zero cost: their recorded forward
+		 * time is data loading, which the reference optimizer ignores */
+		op.m.fwd_us = op.kind == OP_INPUT ? 0 : nd->fwd_ms * 1000.0;
+		op.m.bwd_us = op.kind == OP_INPUT ? 0 : nd->bwd_ms * 1000.0;
 		op.m.act_bytes = (int64_t)(nd->act + 0.5);
 		op.m.param_bytes = (int64_t)(nd->param + 0.5);
 		op.nin = nd->nin;

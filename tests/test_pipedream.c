@@ -33,12 +33,15 @@ static void scan(const char *path, struct sums *s)
 		if (line[0] == '\t' || line[0] == '\n')
 			continue;
 		s->nodes++;
+		if (strstr(line, " -- Input"))
+			continue; /* sources: their recorded time is data loading */
 		p = strstr(line, "forward_compute_time=");
 		assert_non_null(p);
 		s->fwd_ms += atof(p + strlen("forward_compute_time="));
 		p = strstr(line, "backward_compute_time=");
 		s->bwd_ms += atof(p + strlen("backward_compute_time="));
 		p = strstr(line, "parameter_size=");
+		assert_non_null(p);
 		s->param_bytes += atof(p + strlen("parameter_size="));
 	}
 	fclose(f);
