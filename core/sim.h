@@ -121,6 +121,17 @@ void sim_release(struct sim *s);
 int sim_run(struct sim *s, const struct plan *pl, const struct sim_opts *opts,
 	    struct sim_result *r);
 
+/* Delta re-simulation (sim_delta.c; FlexFlow, SysML 2019, section 5.2):
+ * pl is the plan of the last sim_run() or sim_delta() on s with the
+ * configurations (degrees and devices, not stages) of ops[0..n) changed
+ * since, and nothing else; only what those changes touch is laid out and
+ * timed again.  The result is the one sim_run() with the last run's
+ * optimizer gives, to the bit.  Plans with more than one micro-batch, a
+ * recorded last run or a changed stage are simulated in full.  After an
+ * error the next call is a full run. */
+int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
+	      struct sim_result *r);
+
 /* The last run's task list (NULL, 0 unless it was recorded). */
 const struct sim_task *sim_tasks(const struct sim *s, int64_t *n);
 /* Resources are numbered devices first, then the directed links inside
