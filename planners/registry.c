@@ -7,13 +7,15 @@
 #include "err.h"
 #include "planner.h"
 
-extern const struct planner planner_single, planner_dp, planner_owt, planner_exhaustive;
+extern const struct planner planner_single, planner_dp, planner_owt, planner_exhaustive,
+	planner_mcmc;
 
 const struct planner *const planners[] = {
 	&planner_single,
 	&planner_dp,
 	&planner_owt,
 	&planner_exhaustive,
+	&planner_mcmc,
 };
 const int nplanners = sizeof planners / sizeof planners[0];
 
