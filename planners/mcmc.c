@@ -16,7 +16,8 @@
  *     min(1, exp(-beta x (cost(new) - cost(current)))),
  * cost being the simulated iteration time in percent of the first
  * starting point's, so beta means the same on every model (beta 1: a
- * proposal 1% slower is taken with probability 0.37).  A plan that does
+ * proposal 1% slower is taken with probability 0.37, at the default 5
+ * with 0.007).  A plan that does
  * not fit the devices' memory is never accepted from one that does.  Each
  * proposal is simulated by delta re-simulation (sim_delta(), section 5.2)
  * from the state of the last one: a rejected proposal is undone in the
@@ -45,7 +46,7 @@
 
 /* A chain runs at least this many proposals before it may stop for want
  * of improvement. */
-#define MCMC_MIN_PROPOSALS 1000
+#define MCMC_MIN_PROPOSALS 10000
 
 struct mcmc {
 	const struct planner_input *in;
@@ -366,7 +367,7 @@ const struct planner planner_mcmc = {
 	.anchor = "FlexFlow, Jia et al., SysML 2019",
 	.plan = plan_mcmc,
 	.options = (const struct planner_option[]){
-		{ "beta", POPT_REAL, "1", NULL,
+		{ "beta", POPT_REAL, "5", NULL,
 		  "acceptance: exp(-beta x slowdown in % of the first start)" },
 		{ "chains", POPT_INT, "3", NULL, "chains: from dp, owt, then random plans" },
 		{ "proposals", POPT_INT, "0", NULL, "proposals per chain at most (0: no limit)" },
