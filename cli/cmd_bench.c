@@ -21,6 +21,7 @@
 #include "matrix.h"
 #include "model_io.h"
 #include "planner.h"
+#include "anytime.h"
 #include "results.h"
 #include "sim.h"
 
@@ -60,7 +61,8 @@ static double stat_or_nan(const struct plan *pl, const char *name)
 
 /* Plans and simulates one cell whose model and cluster are loaded. */
 static int eval(const struct bench_cell *cell, const struct graph *g,
-		const struct cluster *c, struct profile_cache *pc, struct bench_row *row)
+		const struct cluster *c, struct profile_cache *pc, struct bench_row *row,
+		const char *anytime)
 {
 	const struct planner *pl;
 	struct planner_opts opts;
@@ -86,7 +88,10 @@ static int eval(const struct bench_cell *cell, const struct graph *g,
 	row->planner_est_ms = stat_or_nan(&plan, "planner_est_ms");
 	row->bound_ms = stat_or_nan(&plan, "bound_ms");
 	row->gap = stat_or_nan(&plan, "gap");
-	rc = sim_init(&s, g, &pc->p, c);
+	if (plan.ncurve > 0)
+		rc = anytime_update(anytime, row, &plan);
+	if (!rc)
+		rc = sim_init(&s, g, &pc->p, c);
 	if (rc)
 		goto out;
 	rc = sim_run(&s, &plan, NULL, &r);
@@ -123,7 +128,7 @@ static void progress(int done, int total, double t0, int ran, int tty)
 static int run(int argc, char **argv)
 {
 	const char *mpath = NULL, *outf = "results/bench.csv";
-	char def[4096];
+	char def[4096], anytime[4096];
 	const struct opt opts[] = {
 		{ "-o", "--output", OPT_STR, &outf },
 		{ 0 },
@@ -142,6 +147,7 @@ static int run(int argc, char **argv)
 	rc = matrix_read(mpath, &m);
 	if (rc)
 		return rc;
+	anytime_path(outf, anytime, sizeof anytime);
 	rc = results_read(outf, &t);
 	if (rc)
 		goto out;
@@ -173,7 +179,7 @@ static int run(int argc, char **argv)
 		if (!st) {
 			st = load_cluster(cell->cluster, &c);
 			if (!st)
-				st = eval(cell, &g, &c, &pc, &row);
+				st = eval(cell, &g, &c, &pc, &row, anytime);
 			graph_release(&g);
 		}
 		ap_err_quiet(0);
@@ -215,7 +221,9 @@ const struct command cmd_bench = {
 		 "iteration time and samples/s, peak memory, bubble, the planner's own\n"
 		 "estimate and bound where it has them, and the speedup over dp. Cells\n"
 		 "already in FILE are skipped, so an interrupted run resumes; a failed\n"
-		 "cell records its reason in its row.\n\n"
+		 "cell records its reason in its row. The search curves of plans that\n"
+		 "have one (best iteration time over search time) go to anytime.csv\n"
+		 "next to FILE.\n\n"
 		 "  -o, --output FILE   the results CSV\n",
 	.run = run,
 };

@@ -20,6 +20,7 @@
 
 #include "datadir.h"
 #include "err.h"
+#include "grow.h"
 
 #define PLAN_FORMAT "autopar-plan"
 #define PLAN_VERSION 1
@@ -33,7 +34,7 @@ static const char *const sched_names[NSCHED_KINDS] = {
 };
 
 /* "seconds" and "seed" have fields of their own in struct plan. */
-static const char *const reserved_stats[] = { "seconds", "seed", NULL };
+static const char *const reserved_stats[] = { "seconds", "seed", "curve", NULL };
 
 const char *sched_name(enum sched_kind k)
 {
@@ -76,7 +77,23 @@ void plan_release(struct plan *p)
 	free(p->ops);
 	free(p->stat_name);
 	free(p->stat_value);
+	free(p->curve);
 	plan_init(p);
+}
+
+int plan_add_curve(struct plan *p, double t_s, double ms)
+{
+	if (!isfinite(t_s) || !isfinite(ms) || t_s < 0 ||
+	    (p->ncurve > 0 && t_s < p->curve[p->ncurve - 1][0]))
+		return ap_err(AP_EINPUT, NULL, 0,
+			      "search.curve: expected finite points in time order, got (%g, %g)",
+			      t_s, ms);
+	if (reserve(&p->curve, &p->cap_curve, (size_t)p->ncurve + 1, sizeof *p->curve))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	p->curve[p->ncurve][0] = t_s;
+	p->curve[p->ncurve][1] = ms;
+	p->ncurve++;
+	return AP_OK;
 }
 
 int plan_set_devices(int **dst, int *ndst, const int *src, int n)
@@ -418,6 +435,28 @@ static int get_ids(const char *path, json_t *obj, const char *prefix,
 	return AP_OK;
 }
 
+/* search.curve: [[seconds, ms], ...] in time order. */
+static int read_curve(const char *path, const char *fld, json_t *v, struct plan *p)
+{
+	size_t k;
+	json_t *pt;
+
+	if (!json_is_array(v))
+		return ap_err(AP_EINPUT, path, 0, "%s: expected an array of [seconds, ms], got %s",
+			      fld, json_kind(v));
+	json_array_foreach(v, k, pt) {
+		json_t *t = json_array_get(pt, 0), *ms = json_array_get(pt, 1);
+
+		if (!json_is_array(pt) || json_array_size(pt) != 2 || !json_is_number(t) ||
+		    !json_is_number(ms))
+			return ap_err(AP_EINPUT, path, 0, "%s[%zu]: expected [seconds, ms]", fld, k);
+		if (plan_add_curve(p, json_number_value(t), json_number_value(ms)))
+			return ap_err(AP_EINPUT, path, 0,
+				      "%s[%zu]: expected finite numbers, seconds in order", fld, k);
+	}
+	return AP_OK;
+}
+
 static int read_search(const char *path, json_t *v, struct plan *p)
 {
 	char fld[FIELD_LEN];
@@ -437,6 +476,8 @@ static int read_search(const char *path, json_t *v, struct plan *p)
 			st = get_int(path, v, "search", key, 1, 0, &seed);
 			if (!st)
 				p->seed = (uint64_t)seed;
+		} else if (strcmp(key, "curve") == 0) {
+			st = read_curve(path, fld, x, p);
 		} else if (!json_is_number(x)) {
 			st = ap_err(AP_EINPUT, path, 0,
 				    "%s: expected a number (a planner statistic), got %s",
@@ -841,6 +882,18 @@ static json_t *build_root(const struct plan *p, const struct graph *g)
 	bad = put(bad, search, "seed", json_integer((json_int_t)p->seed));
 	for (int i = 0; i < p->nstats; i++)
 		bad = put(bad, search, p->stat_name[i], json_real(p->stat_value[i]));
+	if (p->ncurve > 0) {
+		json_t *curve = json_array();
+
+		for (int k = 0; k < p->ncurve; k++) {
+			json_t *pt = json_array();
+			int pbad = put(0, pt, NULL, json_real(p->curve[k][0]));
+
+			pbad = put(pbad, pt, NULL, json_real(p->curve[k][1]));
+			bad = put(bad, curve, NULL, built(pt, pbad));
+		}
+		bad = put(bad, search, "curve", curve);
+	}
 	bad = put(bad, root, "search", search);
 
 	bad = put(bad, sched, "kind", json_string(sched_name(p->sched)));

@@ -51,6 +51,12 @@ struct plan {
 	int nstats;
 	char (*stat_name)[32];
 	double *stat_value;
+	/* The anytime curve of a search: curve[k] = {seconds into the
+	 * search, best predicted iteration ms found by then}; "search":
+	 * {"curve": [[s, ms], ...]} in JSON. */
+	int ncurve;
+	size_t cap_curve;
+	double (*curve)[2];
 	enum sched_kind sched;
 	int microbatches;
 	int nstages;
@@ -74,6 +80,8 @@ int plan_alloc(struct plan *p, const struct graph *g, int nstages);
 /* Adds or overwrites a named search statistic (at most 31 characters, not
  * "seconds" or "seed", finite value). */
 int plan_set_stat(struct plan *p, const char *name, double value);
+/* Appends a point (finite, seconds not decreasing) to the search curve. */
+int plan_add_curve(struct plan *p, double t_s, double ms);
 /* Replaces *dst with a copy of src[0..n). */
 int plan_set_devices(int **dst, int *ndst, const int *src, int n);
 

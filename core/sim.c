@@ -167,6 +167,19 @@ void sim_release(struct sim *s)
 		free(w->stage_ops_ofs);
 		free(w->stage_ops);
 		free(w->shard_base);
+		free(w->shard_end);
+		free(w->fsrc_end);
+		free(w->bsrc_end);
+		free(w->xff_end);
+		free(w->xfb_end);
+		free(w->op_grp_end);
+		free(w->ckpt_d);
+		free(w->ckpt_i);
+		free(w->op_mark);
+		free(w->op_stage);
+		free(w->aff);
+		free(w->tmp_ofs);
+		free(w->tmp);
 		free(w->shard_dev);
 		free(w->shard_op);
 		free(w->lo_);
@@ -267,7 +280,7 @@ static void static_memory(struct sim *s, const struct plan *pl, int copies)
 		int sidx = w->stage_pos[pl->ops[i].stage];
 		int stash = in_flight(pl, w->m, K, w->stage_depth[sidx]) - 1;
 
-		for (int gs = w->shard_base[i]; gs < w->shard_base[i + 1]; gs++) {
+		for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++) {
 			struct sim_mem *m = &w->mem[w->shard_dev[gs]];
 			int64_t b = w->shard_params[gs];
 
@@ -304,8 +317,9 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 	/* A device is used when it holds a shard; its busy time then
 	 * counts, idle or not. */
 	memset(w->act_cur, 0, (size_t)w->ndev * sizeof *w->act_cur);
-	for (int gs = 0; gs < w->nshards; gs++)
-		w->act_cur[w->shard_dev[gs]] = 1;
+	for (int i = 0; i < s->g->nops; i++)
+		for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++)
+			w->act_cur[w->shard_dev[gs]] = 1;
 	for (int d = 0; d < w->ndev; d++) {
 		struct sim_mem *m = &w->mem[d];
 
@@ -329,33 +343,47 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 	r->mem_bytes = s->c->mem_bytes > 0 ? s->c->mem_bytes : s->p->dev.mem_bytes;
 }
 
-int sim_run(struct sim *s, const struct plan *pl, const struct sim_opts *opts,
-	    struct sim_result *r)
+int sim_finish(struct sim *s, const struct plan *pl, int from, struct sim_result *r)
 {
-	static const struct sim_opts defaults = { .optimizer = SIM_SGD };
 	struct cost_tally tally;
-	int st;
+	int copies = optimizer_copies[s->w->opt], st;
 
 	memset(r, 0, sizeof *r);
-	if (!opts)
-		opts = &defaults;
-	if ((unsigned)opts->optimizer >= NSIM_OPTIMIZERS)
-		return ap_err(AP_EINPUT, NULL, 0, "simulator: unknown optimizer %d",
-			      (int)opts->optimizer);
-	s->w->record = opts->record;
-	s->w->ntasks = s->w->nrecorded = 0;
-	st = sim_layout(s, pl);
-	if (!st)
-		st = lookup_costs(s, pl, &tally);
+	st = lookup_costs(s, pl, &tally);
 	if (st)
 		return st;
-	static_memory(s, pl, optimizer_copies[opts->optimizer]);
-	st = sim_schedule(s, optimizer_copies[opts->optimizer]);
+	static_memory(s, pl, copies);
+	st = sim_schedule_from(s, copies, from);
 	if (st)
 		return st;
 	summarise(s, pl, r);
 	r->costs = tally;
 	return AP_OK;
+}
+
+int sim_run(struct sim *s, const struct plan *pl, const struct sim_opts *opts,
+	    struct sim_result *r)
+{
+	static const struct sim_opts defaults = { .optimizer = SIM_SGD };
+	struct sim_work *w = s->w;
+	int st;
+
+	memset(r, 0, sizeof *r);
+	w->delta_ready = 0;
+	if (!opts)
+		opts = &defaults;
+	if ((unsigned)opts->optimizer >= NSIM_OPTIMIZERS)
+		return ap_err(AP_EINPUT, NULL, 0, "simulator: unknown optimizer %d",
+			      (int)opts->optimizer);
+	w->record = opts->record;
+	w->opt = opts->optimizer;
+	w->ntasks = w->nrecorded = 0;
+	st = sim_layout(s, pl);
+	if (!st)
+		st = sim_finish(s, pl, 0, r);
+	if (!st)
+		sim_delta_base(s);
+	return st;
 }
 
 const struct sim_task *sim_tasks(const struct sim *s, int64_t *n)

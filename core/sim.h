@@ -134,6 +134,17 @@ int sim_op_cost(const struct profile *p, const struct graph *g, int i,
  * of its tasks' durations; 0 for r < 2. */
 double sim_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t bytes);
 
+/* Delta re-simulation (sim_delta.c; FlexFlow, SysML 2019, section 5.2):
+ * pl is the plan of the last sim_run() or sim_delta() on s with the
+ * configurations (degrees and devices, not stages) of ops[0..n) changed
+ * since, and nothing else; only what those changes touch is laid out and
+ * timed again.  The result is the one sim_run() with the last run's
+ * optimizer gives, to the bit.  Plans with more than one micro-batch, a
+ * recorded last run or a changed stage are simulated in full.  After an
+ * error the next call is a full run. */
+int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
+	      struct sim_result *r);
+
 /* The last run's task list (NULL, 0 unless it was recorded). */
 const struct sim_task *sim_tasks(const struct sim *s, int64_t *n);
 /* Resources are numbered devices first, then the directed links inside

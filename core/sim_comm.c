@@ -191,6 +191,50 @@ static int plan_allreduce(struct sim *s, const int *dev, int r, int64_t bytes)
 	return st;
 }
 
+int sim_layout_op_groups(struct sim *s, const struct plan *pl, int i)
+{
+	struct sim_work *w = s->w;
+	const struct plan_op *po = &pl->ops[i];
+	int dc = po->degree[DIM_C], r = po->ndev / dc;
+	int inner = po->degree[DIM_H] * po->degree[DIM_W] * po->degree[DIM_L];
+	int base = w->shard_base[i], st = AP_OK;
+
+	w->op_grp_ofs[i] = w->ngrp;
+	w->op_grp_end[i] = w->ngrp;
+	if (w->shard_params[base] == 0)
+		return AP_OK;
+	if (RESERVE(w, grp, w->ngrp + dc) ||
+	    RESERVE(w, grp_mem, w->ngrp_mem + po->ndev) || RESERVE(w, scratch, r))
+		return AP_EFAIL;
+	for (int ci = 0; ci < dc && !st; ci++) {
+		struct sim_group *gr = &w->grp[w->ngrp++];
+
+		gr->op = i;
+		gr->cidx = ci;
+		gr->mem_ofs = w->ngrp_mem;
+		gr->nmem = 0;
+		for (int k = 0; k < po->ndev; k++)
+			if ((k / inner) % dc == ci) {
+				w->scratch[gr->nmem++] = w->shard_dev[base + k];
+				w->grp_mem[w->ngrp_mem++] = base + k;
+			}
+		gr->coll_ofs = w->ncoll;
+		if (r > 1) {
+			int sorted = 1;
+
+			/* plans list devices in order more often than not */
+			for (int k = 1; k < r && sorted; k++)
+				sorted = w->scratch[k - 1] < w->scratch[k];
+			if (!sorted)
+				qsort(w->scratch, (size_t)r, sizeof(int), cmp_int);
+			st = plan_allreduce(s, w->scratch, r, w->shard_params[base]);
+		}
+		gr->ncoll = w->ncoll - gr->coll_ofs;
+	}
+	w->op_grp_end[i] = w->ngrp;
+	return st;
+}
+
 int sim_layout_groups(struct sim *s, const struct plan *pl)
 {
 	const struct graph *g = s->g;
@@ -198,46 +242,10 @@ int sim_layout_groups(struct sim *s, const struct plan *pl)
 	int st = AP_OK;
 
 	w->ngrp = w->ngrp_mem = w->ncoll = w->ncoll_res = 0;
-	if (RESERVE(w, op_grp_ofs, g->nops + 1))
+	if (RESERVE(w, op_grp_ofs, g->nops + 1) || RESERVE(w, op_grp_end, g->nops))
 		return AP_EFAIL;
-	for (int i = 0; i < g->nops && !st; i++) {
-		const struct plan_op *po = &pl->ops[i];
-		int dc = po->degree[DIM_C], r = po->ndev / dc;
-		int inner = po->degree[DIM_H] * po->degree[DIM_W] * po->degree[DIM_L];
-		int base = w->shard_base[i];
-
-		w->op_grp_ofs[i] = w->ngrp;
-		if (w->shard_params[base] == 0)
-			continue;
-		if (RESERVE(w, grp, w->ngrp + dc) ||
-		    RESERVE(w, grp_mem, w->ngrp_mem + po->ndev) || RESERVE(w, scratch, r))
-			return AP_EFAIL;
-		for (int ci = 0; ci < dc && !st; ci++) {
-			struct sim_group *gr = &w->grp[w->ngrp++];
-
-			gr->op = i;
-			gr->cidx = ci;
-			gr->mem_ofs = w->ngrp_mem;
-			gr->nmem = 0;
-			for (int k = 0; k < po->ndev; k++)
-				if ((k / inner) % dc == ci) {
-					w->scratch[gr->nmem++] = w->shard_dev[base + k];
-					w->grp_mem[w->ngrp_mem++] = base + k;
-				}
-			gr->coll_ofs = w->ncoll;
-			if (r > 1) {
-				int sorted = 1;
-
-				/* plans list devices in order more often than not */
-				for (int k = 1; k < r && sorted; k++)
-					sorted = w->scratch[k - 1] < w->scratch[k];
-				if (!sorted)
-					qsort(w->scratch, (size_t)r, sizeof(int), cmp_int);
-				st = plan_allreduce(s, w->scratch, r, w->shard_params[base]);
-			}
-			gr->ncoll = w->ncoll - gr->coll_ofs;
-		}
-	}
+	for (int i = 0; i < g->nops && !st; i++)
+		st = sim_layout_op_groups(s, pl, i);
 	w->op_grp_ofs[g->nops] = w->ngrp;
 	return st;
 }

@@ -109,28 +109,38 @@ struct sim_work {
 	ARRAY(int, stage_ops_ofs);       /* ops of each stage, in graph order */
 	ARRAY(int, stage_ops);
 	ARRAY(int, shard_base);          /* [nops + 1] */
-	int nshards;
+	ARRAY(int, shard_end);           /* [nops]: op i's shards are
+					  * shard_base[i] .. shard_end[i]-1 */
+	int nshards;                     /* shard indices in use (sim_delta.c
+					  * appends, leaving old ones unused) */
 	ARRAY(int, shard_dev);
 	ARRAY(int, shard_op);
 	ARRAY(int64_t, lo_);             /* [nshards][NDIMS]: the regions of */
 	ARRAY(int64_t, hi_);             /* a micro-batch's output */
 	ARRAY(int64_t, act_bytes);       /* kept from forward to backward */
+	/* Lists keyed by a shard or an op are the values [ofs[k], end[k]) of
+	 * one array: compact after sim_layout(), appended to by sim_delta(). */
 	ARRAY(int, fsrc_ofs);            /* what a shard's forward waits for */
+	ARRAY(int, fsrc_end);
 	ARRAY(int, fsrc);
 	ARRAY(int, bsrc_ofs);            /* what a shard's backward waits for */
+	ARRAY(int, bsrc_end);
 	ARRAY(int, bsrc);
 	int nxf;
 	ARRAY(struct sim_xfer, xf);
 	ARRAY(int, xff_ofs);             /* per op: sent after its forward */
+	ARRAY(int, xff_end);
 	ARRAY(int, xff);
 	ARRAY(int, xfb_ofs);             /* per op: gradients sent after its */
-	ARRAY(int, xfb);                 /* backward */
+	ARRAY(int, xfb_end);             /* backward */
+	ARRAY(int, xfb);
 	int ngrp, ngrp_mem, ncoll, ncoll_res;
 	ARRAY(struct sim_group, grp);
 	ARRAY(int, grp_mem);
 	ARRAY(struct sim_coll, coll);
 	ARRAY(int, coll_res);
 	ARRAY(int, op_grp_ofs);          /* [nops + 1]: the groups of each op */
+	ARRAY(int, op_grp_end);          /* [nops] */
 	ARRAY(int64_t, shard_params);    /* parameter bytes of each shard */
 	int nitems;
 	ARRAY(struct sim_item, items);
@@ -151,6 +161,22 @@ struct sim_work {
 	double max_cp;
 	int64_t link_bytes[3];
 
+	/* Checkpoints of the schedule and what sim_delta() needs of the
+	 * last run (sim_delta.c). */
+	int ckpt_on, nckpt;
+	ARRAY(double, ckpt_d);           /* [nckpt][ckpt_nd] */
+	ARRAY(int64_t, ckpt_i);          /* [nckpt][ckpt_ni] */
+	int delta_ready;                 /* the last run can be continued */
+	enum sim_optimizer opt;          /* of the last run */
+	int nfsrc, nbsrc, nxff, nxfb;    /* values in use of those lists */
+	int64_t live, grown;             /* sizes after the last full layout,
+					  * and what sim_delta() appended since */
+	ARRAY(int, op_stage);            /* [nops]: stage index of each op */
+	ARRAY(int, op_mark);             /* [nops] */
+	ARRAY(int, aff);                 /* ops a change touches */
+	ARRAY(int, tmp_ofs);             /* new lists, before they are */
+	ARRAY(int, tmp);                 /* appended */
+
 	/* Scratch for building: (key, value) pairs of CSR lists. */
 	ARRAY(int, pairs);
 	ARRAY(int, bpairs);
@@ -169,16 +195,44 @@ int sim_reserve(void *pp, size_t *cap, size_t n, size_t size);
 
 /* sim_layout.c: everything a plan fixes, built once per run. */
 int sim_layout(struct sim *s, const struct plan *pl);
+/* Its parts that sim_delta() redoes for one op: the checks of op i; op
+ * i's shards at shard_base[i] (room made by sim_reserve_shards()); the
+ * transfers of producer p to all its consumers, appended to xf, and the
+ * sources they make as (key, value) pairs in pairs (forward, np[0]) and
+ * bpairs (backward, np[1]); a CSR list from pairs (key, value). */
+int sim_check_op(const struct sim *s, const struct plan *pl, int i);
+int sim_reserve_shards(struct sim_work *w, int n);
+int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i);
+int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2]);
+int sim_build_csr(struct sim_work *w, const int *pr, int np, int nkeys,
+		  int **ofs, size_t *cap_ofs, int **vals, size_t *cap_vals);
 
 /* sim_comm.c: the replica groups and all-reduce tasks (after the shards
  * are laid out), and the resources a transfer from device a to device b
  * occupies (res[1] = -1 when only one). */
 int sim_layout_groups(struct sim *s, const struct plan *pl);
+/* The groups of op i alone, appended to grp, grp_mem, coll, coll_res. */
+int sim_layout_op_groups(struct sim *s, const struct plan *pl, int i);
 void sim_link_res(const struct sim *s, int a, int b, int res[2]);
 
 /* sim_sched.c: schedules the tasks of one iteration, filling the per-run
  * state of s->w; mem[].weights must be set, and the optimizer keeps
  * opt_copies extra copies of them. */
 int sim_schedule(struct sim *s, int opt_copies);
+/* The same from step `from` on (a multiple of SIM_CKPT_STEPS whose
+ * checkpoint the last run kept), the earlier steps' times left as they
+ * are. */
+#define SIM_CKPT_STEPS 8
+int sim_schedule_from(struct sim *s, int opt_copies, int from);
+
+/* sim.c: what a run does after the layout: costs, memory, the schedule
+ * from step `from` (sim_schedule_from()) and the summary. */
+int sim_finish(struct sim *s, const struct plan *pl, int from, struct sim_result *r);
+
+/* sim_delta.c: the sizes of a fresh layout, and keeping and restoring the
+ * state before a step. */
+void sim_delta_base(struct sim *s);
+int sim_ckpt_save(struct sim_work *w, int step);
+void sim_ckpt_restore(struct sim_work *w, int step);
 
 #endif

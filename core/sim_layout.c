@@ -33,7 +33,6 @@
 static int check_plan(const struct sim *s, const struct plan *pl)
 {
 	const struct graph *g = s->g;
-	int ndev = s->w->ndev;
 
 	if (pl->nops != g->nops)
 		return ap_err(AP_EINPUT, "plan", 0,
@@ -49,31 +48,42 @@ static int check_plan(const struct sim *s, const struct plan *pl)
 	if (pl->nstages < 1)
 		return ap_err(AP_EINPUT, "plan", 0, "stages: expected at least one stage");
 	for (int i = 0; i < g->nops; i++) {
-		const struct plan_op *po = &pl->ops[i];
-		int64_t n = 1;
+		int st = sim_check_op(s, pl, i);
 
-		if (po->stage < 0 || po->stage >= pl->nstages)
-			return ap_err(AP_EINPUT, "plan", 0,
-				      "ops.%s.stage: no stage %d (expected 0..%d)",
-				      g->ops[i].name, po->stage, pl->nstages - 1);
-		for (int d = 0; d < NDIMS; d++) {
-			if (po->degree[d] < 1)
-				return ap_err(AP_EINPUT, "plan", 0,
-					      "ops.%s.degree.%s: expected a positive degree, got %d",
-					      g->ops[i].name, dim_name(d), po->degree[d]);
-			/* capped, so the product cannot overflow */
-			n = n * po->degree[d] > ndev ? (int64_t)ndev + 1 : n * po->degree[d];
-		}
-		if (n != po->ndev || n > ndev)
-			return ap_err(AP_EINPUT, "plan", 0,
-				      "ops.%s.devices: expected %lld devices (the product of the degrees) of the cluster's %d, got %d",
-				      g->ops[i].name, (long long)n, ndev, po->ndev);
-		for (int k = 0; k < po->ndev; k++)
-			if (po->devices[k] < 0 || po->devices[k] >= ndev)
-				return ap_err(AP_EINPUT, "plan", 0,
-					      "ops.%s.devices[%d]: device %d does not exist (expected 0..%d)",
-					      g->ops[i].name, k, po->devices[k], ndev - 1);
+		if (st)
+			return st;
 	}
+	return AP_OK;
+}
+
+int sim_check_op(const struct sim *s, const struct plan *pl, int i)
+{
+	const struct graph *g = s->g;
+	int ndev = s->w->ndev;
+	const struct plan_op *po = &pl->ops[i];
+	int64_t n = 1;
+
+	if (po->stage < 0 || po->stage >= pl->nstages)
+		return ap_err(AP_EINPUT, "plan", 0,
+			      "ops.%s.stage: no stage %d (expected 0..%d)",
+			      g->ops[i].name, po->stage, pl->nstages - 1);
+	for (int d = 0; d < NDIMS; d++) {
+		if (po->degree[d] < 1)
+			return ap_err(AP_EINPUT, "plan", 0,
+				      "ops.%s.degree.%s: expected a positive degree, got %d",
+				      g->ops[i].name, dim_name(d), po->degree[d]);
+		/* capped, so the product cannot overflow */
+		n = n * po->degree[d] > ndev ? (int64_t)ndev + 1 : n * po->degree[d];
+	}
+	if (n != po->ndev || n > ndev)
+		return ap_err(AP_EINPUT, "plan", 0,
+			      "ops.%s.devices: expected %lld devices (the product of the degrees) of the cluster's %d, got %d",
+			      g->ops[i].name, (long long)n, ndev, po->ndev);
+	for (int k = 0; k < po->ndev; k++)
+		if (po->devices[k] < 0 || po->devices[k] >= ndev)
+			return ap_err(AP_EINPUT, "plan", 0,
+				      "ops.%s.devices[%d]: device %d does not exist (expected 0..%d)",
+				      g->ops[i].name, k, po->devices[k], ndev - 1);
 	return AP_OK;
 }
 
@@ -179,7 +189,7 @@ static inline int add_pair(int **buf, size_t *cap, int *np, int key, int val)
 
 /* ofs[nkeys + 1] and vals from the np pairs at pr, a key's values in the
  * order they were added.  heads is the fill cursor. */
-static int build_csr(struct sim_work *w, const int *pr, int np, int nkeys,
+int sim_build_csr(struct sim_work *w, const int *pr, int np, int nkeys,
 		     int **ofs, size_t *cap_ofs, int **vals, size_t *cap_vals)
 {
 	if (sim_reserve(ofs, cap_ofs, (size_t)nkeys + 1, sizeof(int)) ||
@@ -198,7 +208,7 @@ static int build_csr(struct sim_work *w, const int *pr, int np, int nkeys,
 }
 
 #define CSR(w, pr, np, nkeys, f) \
-	build_csr(w, pr, np, nkeys, &(w)->f##_ofs, &(w)->cap_##f##_ofs, \
+	sim_build_csr(w, pr, np, nkeys, &(w)->f##_ofs, &(w)->cap_##f##_ofs, \
 		  &(w)->f, &(w)->cap_##f)
 
 static int layout_stage_ops(struct sim *s, const struct plan *pl)
@@ -243,55 +253,69 @@ static void cuts(int64_t sz, int D, int64_t *cut)
 		cut[i] = i * sz / D;
 }
 
-static int layout_shards(struct sim *s, const struct plan *pl)
+int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i)
 {
 	const struct graph *g = s->g;
 	struct sim_work *w = s->w;
-	int64_t mb_n = g->batch / w->m;
-	int n = 0;
+	const struct plan_op *po = &pl->ops[i];
+	int64_t mb_n = g->batch / w->m, pb = plan_param_shard_bytes(&g->ops[i], po);
+	int64_t *cut[NDIMS];
+	int idx[NDIMS] = { 0 }, gs = w->shard_base[i], ncut = 0;
 
-	if (RESERVE(w, shard_base, g->nops + 1))
+	for (int d = 0; d < NDIMS; d++)
+		ncut += po->degree[d] + 1;
+	if (RESERVE(w, cut, ncut))
 		return AP_EFAIL;
-	for (int i = 0; i < g->nops; i++) {
-		w->shard_base[i] = n;
-		n += pl->ops[i].ndev;
+	for (int d = 0, o = 0; d < NDIMS; o += po->degree[d] + 1, d++) {
+		cut[d] = w->cut + o;
+		cuts(extent(&g->ops[i].out, d, mb_n), po->degree[d], cut[d]);
 	}
-	w->shard_base[g->nops] = n;
-	w->nshards = n;
+	do {
+		int64_t vol = 1, *lo = LO(w, gs), *hi = HI(w, gs);
+
+		for (int d = 0; d < NDIMS; d++) {
+			lo[d] = cut[d][idx[d]];
+			hi[d] = cut[d][idx[d] + 1];
+			vol *= hi[d] - lo[d];
+		}
+		w->shard_dev[gs] = po->devices[gs - w->shard_base[i]];
+		w->shard_op[gs] = i;
+		w->act_bytes[gs] = vol * BYTES_PER_ELEM;
+		w->shard_params[gs] = pb;
+		gs++;
+	} while (next_coord(idx, NULL, po->degree));
+	return AP_OK;
+}
+
+int sim_reserve_shards(struct sim_work *w, int n)
+{
 	if (RESERVE(w, shard_dev, n) || RESERVE(w, shard_op, n) ||
 	    RESERVE(w, lo_, (size_t)n * NDIMS) || RESERVE(w, hi_, (size_t)n * NDIMS) ||
 	    RESERVE(w, act_bytes, n) || RESERVE(w, shard_params, n))
 		return AP_EFAIL;
-	for (int i = 0; i < g->nops; i++) {
-		const struct plan_op *po = &pl->ops[i];
-		int64_t pb = plan_param_shard_bytes(&g->ops[i], po);
-		int64_t *cut[NDIMS];
-		int idx[NDIMS] = { 0 }, gs = w->shard_base[i], ncut = 0;
-
-		for (int d = 0; d < NDIMS; d++)
-			ncut += po->degree[d] + 1;
-		if (RESERVE(w, cut, ncut))
-			return AP_EFAIL;
-		for (int d = 0, o = 0; d < NDIMS; o += po->degree[d] + 1, d++) {
-			cut[d] = w->cut + o;
-			cuts(extent(&g->ops[i].out, d, mb_n), po->degree[d], cut[d]);
-		}
-		do {
-			int64_t vol = 1, *lo = LO(w, gs), *hi = HI(w, gs);
-
-			for (int d = 0; d < NDIMS; d++) {
-				lo[d] = cut[d][idx[d]];
-				hi[d] = cut[d][idx[d] + 1];
-				vol *= hi[d] - lo[d];
-			}
-			w->shard_dev[gs] = po->devices[gs - w->shard_base[i]];
-			w->shard_op[gs] = i;
-			w->act_bytes[gs] = vol * BYTES_PER_ELEM;
-			w->shard_params[gs] = pb;
-			gs++;
-		} while (next_coord(idx, NULL, po->degree));
-	}
 	return AP_OK;
+}
+
+static int layout_shards(struct sim *s, const struct plan *pl)
+{
+	const struct graph *g = s->g;
+	struct sim_work *w = s->w;
+	int n = 0, st = AP_OK;
+
+	if (RESERVE(w, shard_base, g->nops + 1) || RESERVE(w, shard_end, g->nops))
+		return AP_EFAIL;
+	for (int i = 0; i < g->nops; i++) {
+		w->shard_base[i] = n;
+		n += pl->ops[i].ndev;
+		w->shard_end[i] = n;
+	}
+	w->shard_base[g->nops] = n;
+	w->nshards = n;
+	if (sim_reserve_shards(w, n))
+		return AP_EFAIL;
+	for (int i = 0; i < g->nops && !st; i++)
+		st = sim_layout_op_shards(s, pl, i);
+	return st;
 }
 
 /* --- transfers --------------------------------------------------------------- */
@@ -447,6 +471,41 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 	return AP_OK;
 }
 
+int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2])
+{
+	struct sim_work *w = s->w;
+	int st = AP_OK;
+
+	if (RESERVE(w, heads, pl->ops[p].ndev))
+		return AP_EFAIL;
+	for (int k = 0; k < pl->ops[p].ndev; k++)
+		w->heads[k] = -1;
+	for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1] && !st; e++) {
+		int c = w->cons[e];
+
+		/* An op reading p twice is listed twice: all of its inputs
+		 * from p are handled at the first. */
+		if (e > w->cons_ofs[p] && w->cons[e - 1] == c)
+			continue;
+		for (int k = 0; k < s->g->ops[c].nin && !st; k++)
+			if (s->g->ops[c].in[k] == p)
+				st = connect(s, pl, p, c, k, np);
+	}
+	return st;
+}
+
+/* end[k] = ofs[k + 1]: the lists of a compact CSR. */
+static int csr_ends(int **end, size_t *cap, const int *ofs, int nkeys)
+{
+	if (sim_reserve(end, cap, nkeys > 0 ? (size_t)nkeys : 1, sizeof(int)))
+		return AP_EFAIL;
+	for (int k = 0; k < nkeys; k++)
+		(*end)[k] = ofs[k + 1];
+	return AP_OK;
+}
+
+#define ENDS(w, f, nkeys) csr_ends(&(w)->f##_end, &(w)->cap_##f##_end, (w)->f##_ofs, nkeys)
+
 /* Producer by producer, so transfers can be shared through heads[]. */
 static int layout_transfers(struct sim *s, const struct plan *pl)
 {
@@ -455,23 +514,8 @@ static int layout_transfers(struct sim *s, const struct plan *pl)
 	int np[2] = { 0, 0 }, st = AP_OK, n;
 
 	w->nxf = 0;
-	for (int p = 0; p < g->nops && !st; p++) {
-		if (RESERVE(w, heads, pl->ops[p].ndev))
-			return AP_EFAIL;
-		for (int k = 0; k < pl->ops[p].ndev; k++)
-			w->heads[k] = -1;
-		for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1] && !st; e++) {
-			int c = w->cons[e];
-
-			/* An op reading p twice is listed twice: all of its
-			 * inputs from p are handled at the first. */
-			if (e > w->cons_ofs[p] && w->cons[e - 1] == c)
-				continue;
-			for (int k = 0; k < g->ops[c].nin && !st; k++)
-				if (g->ops[c].in[k] == p)
-					st = connect(s, pl, p, c, k, np);
-		}
-	}
+	for (int p = 0; p < g->nops && !st; p++)
+		st = sim_layout_producer(s, pl, p, np);
 	if (!st)
 		st = CSR(w, w->pairs, np[0], w->nshards, fsrc);
 	if (!st)
@@ -488,6 +532,9 @@ static int layout_transfers(struct sim *s, const struct plan *pl)
 			st = add_pair(&w->pairs, &w->cap_pairs, &n, w->xf[t].emit_op, t);
 	if (!st)
 		st = CSR(w, w->pairs, n, g->nops, xfb);
+	if (!st && (ENDS(w, fsrc, w->nshards) || ENDS(w, bsrc, w->nshards) ||
+		    ENDS(w, xff, g->nops) || ENDS(w, xfb, g->nops)))
+		st = AP_EFAIL;
 	return st;
 }
 

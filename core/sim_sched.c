@@ -80,12 +80,13 @@ static struct tend occupy(struct sim_work *w, const int *res, int n,
  * forward, which keeps its activations on the device, -1 for a backward,
  * which frees them. */
 static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
-		   double dur, const int *ofs, const int *src, struct tend *own,
+		   double dur, const int *ofs, const int *end, const int *src,
+		   struct tend *own,
 		   const struct tend *xt, const struct tend *in, int sign)
 {
 	double *res_free = w->res_free, *res_busy = w->res_busy;
 	double max_cp = w->max_cp;
-	int a = w->shard_base[op], b = w->shard_base[op + 1], st = AP_OK;
+	int a = w->shard_base[op], b = w->shard_end[op], st = AP_OK;
 
 	for (int gs = a; gs < b; gs++) {
 		int dev = w->shard_dev[gs];
@@ -96,7 +97,7 @@ static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
 			ready = in[gs].end;
 			cp = in[gs].cp;
 		}
-		for (int e = ofs[gs]; e < ofs[gs + 1]; e++) {
+		for (int e = ofs[gs]; e < end[gs]; e++) {
 			const struct tend *x = src[e] >= 0 ? &own[src[e]]
 							    : &xt[SRC_XFER(src[e])];
 
@@ -144,9 +145,9 @@ static int forward(struct sim *s, int op, int j)
 	struct tend *xt = w->xf_t + (size_t)j * w->nxf;
 	int st;
 
-	st = compute(w, op, j, TASK_FWD, w->cost[op].fwd_s, w->fsrc_ofs, w->fsrc,
-		     ft, xt, NULL, 1);
-	for (int e = w->xff_ofs[op]; e < w->xff_ofs[op + 1] && !st; e++) {
+	st = compute(w, op, j, TASK_FWD, w->cost[op].fwd_s, w->fsrc_ofs, w->fsrc_end,
+		     w->fsrc, ft, xt, NULL, 1);
+	for (int e = w->xff_ofs[op]; e < w->xff_end[op] && !st; e++) {
 		const struct sim_xfer *x = &w->xf[w->xff[e]];
 
 		st = send(w, x, TASK_SEND_ACT, x->res, ft[x->prod], j, &xt[w->xff[e]]);
@@ -163,7 +164,7 @@ static int allreduce(struct sim *s, int op)
 	const struct tend *bt = w->bwd_t + (size_t)(w->m - 1) * w->nshards;
 	int st = AP_OK;
 
-	for (int gi = w->op_grp_ofs[op]; gi < w->op_grp_ofs[op + 1] && !st; gi++) {
+	for (int gi = w->op_grp_ofs[op]; gi < w->op_grp_end[op] && !st; gi++) {
 		const struct sim_group *gr = &w->grp[gi];
 		const int *mem = w->grp_mem + gr->mem_ofs;
 		struct tend ready = { 0, 0 };
@@ -202,9 +203,9 @@ static int backward(struct sim *s, int op, int j)
 	struct tend *xb = w->xb_t + (size_t)j * w->nxf;
 	int st;
 
-	st = compute(w, op, j, TASK_BWD, w->cost[op].bwd_s, w->bsrc_ofs, w->bsrc,
-		     bt, xb, ft, -1);
-	for (int e = w->xfb_ofs[op]; e < w->xfb_ofs[op + 1] && !st; e++) {
+	st = compute(w, op, j, TASK_BWD, w->cost[op].bwd_s, w->bsrc_ofs, w->bsrc_end,
+		     w->bsrc, bt, xb, ft, -1);
+	for (int e = w->xfb_ofs[op]; e < w->xfb_end[op] && !st; e++) {
 		const struct sim_xfer *x = &w->xf[w->xfb[e]];
 
 		st = send(w, x, TASK_SEND_GRAD, x->rres, bt[x->cons], j, &xb[w->xfb[e]]);
@@ -237,37 +238,63 @@ static int updates(struct sim *s, int copies)
 	return st;
 }
 
-int sim_schedule(struct sim *s, int opt_copies)
+/* The run's state from scratch. */
+static void reset(struct sim_work *w)
 {
-	struct sim_work *w = s->w;
-	size_t nt = (size_t)w->m * w->nshards, nx = (size_t)w->m * w->nxf;
-	int st = AP_OK;
-
-	if (RESERVE(w, fwd_t, nt) || RESERVE(w, bwd_t, nt) ||
-	    RESERVE(w, xf_t, nx ? nx : 1) || RESERVE(w, xb_t, nx ? nx : 1))
-		return AP_EFAIL;
 	memset(w->res_free, 0, (size_t)w->nres * sizeof *w->res_free);
 	memset(w->res_busy, 0, (size_t)w->nres * sizeof *w->res_busy);
 	memset(w->grad_ready, 0, (size_t)w->ndev * sizeof *w->grad_ready);
 	memset(w->act_cur, 0, (size_t)w->ndev * sizeof *w->act_cur);
 	memset(w->link_bytes, 0, sizeof w->link_bytes);
 	memset(w->ntask_kinds, 0, sizeof w->ntask_kinds);
-	w->ntasks = w->nrecorded = 0;
+	w->ntasks = 0;
 	w->max_cp = 0;
 	for (int d = 0; d < w->ndev; d++)
 		w->mem[d].act = 0;
+}
+
+/* A step is one op's forward or backward within an item; steps are
+ * numbered in the order they run.  Every SIM_CKPT_STEPS-th step's state
+ * is kept when checkpoints are on (sim_delta.c), so that a later run can
+ * start from the last checkpoint before the first step a change touches
+ * and leave the earlier steps' times as they are. */
+int sim_schedule_from(struct sim *s, int opt_copies, int from)
+{
+	struct sim_work *w = s->w;
+	size_t nt = (size_t)w->m * w->nshards, nx = (size_t)w->m * w->nxf;
+	int st = AP_OK, step = 0;
+
+	if (RESERVE(w, fwd_t, nt) || RESERVE(w, bwd_t, nt) ||
+	    RESERVE(w, xf_t, nx ? nx : 1) || RESERVE(w, xb_t, nx ? nx : 1))
+		return AP_EFAIL;
+	w->nrecorded = 0;
+	if (from > 0)
+		sim_ckpt_restore(w, from);
+	else
+		reset(w);
 	for (int it = 0; it < w->nitems && !st; it++) {
 		const struct sim_item *x = &w->items[it];
 		int a = w->stage_ops_ofs[x->stage], b = w->stage_ops_ofs[x->stage + 1];
 
-		if (!x->bwd)
-			for (int k = a; k < b && !st; k++)
-				st = forward(s, w->stage_ops[k], x->mb);
-		else
-			for (int k = b - 1; k >= a && !st; k--)
-				st = backward(s, w->stage_ops[k], x->mb);
+		for (int k = 0; k < b - a && !st; k++, step++) {
+			if (step < from)
+				continue;
+			if (w->ckpt_on && step % SIM_CKPT_STEPS == 0)
+				st = sim_ckpt_save(w, step);
+			if (st)
+				break;
+			if (!x->bwd)
+				st = forward(s, w->stage_ops[a + k], x->mb);
+			else
+				st = backward(s, w->stage_ops[b - 1 - k], x->mb);
+		}
 	}
 	if (!st)
 		st = updates(s, opt_copies);
 	return st;
+}
+
+int sim_schedule(struct sim *s, int opt_copies)
+{
+	return sim_schedule_from(s, opt_copies, 0);
 }

@@ -11,6 +11,7 @@ extern const struct planner planner_single, planner_dp, planner_owt, planner_exh
 extern const struct planner planner_graphpipe;
 extern const struct planner planner_ilp;
 extern const struct planner planner_pipedream;
+extern const struct planner planner_mcmc;
 
 const struct planner *const planners[] = {
 	&planner_single,
@@ -19,6 +20,7 @@ const struct planner *const planners[] = {
 	&planner_pipedream,
 	&planner_exhaustive,
 	&planner_ilp,
+	&planner_mcmc,
 	&planner_graphpipe,
 };
 const int nplanners = sizeof planners / sizeof planners[0];

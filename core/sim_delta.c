@@ -1,0 +1,442 @@
+/*
+ * Delta re-simulation (sim.h), after FlexFlow's (Jia, Zaharia and Aiken,
+ * SysML 2019, section 5.2): when a search changes the configuration of
+ * one or a few operators, only what the change touches is laid out again
+ * and only the part of the schedule from the first step it touches is
+ * timed again; the result is the one sim_run() gives, bit for bit.
+ *
+ * Layout.  Changing op k's degrees or devices changes its shards, the
+ * transfers of k's output to its consumers and of its producers' outputs
+ * to k (producers share a transfer among consumers that need the same
+ * region, so all transfers of those producers are redone), the sources of
+ * the consumers of all these producers, and k's all-reduce groups.  The
+ * new shards, transfers, lists and groups are appended to the arrays of
+ * struct sim_work, every index of the rest staying valid; the lists are
+ * addressed by (ofs, end) for that reason.  What is left behind is
+ * garbage, and once it outgrows the live part a full run compacts it.
+ *
+ * Schedule.  Steps (one op's forward or backward in one item) run in a
+ * fixed order, each resource doing its tasks in that order, so the state
+ * before a step (resource free and busy times, activations in flight,
+ * gradient readiness, the critical path, counters) and the times of the
+ * steps before it determine the rest.  Runs keep that state every
+ * SIM_CKPT_STEPS steps; a delta restores the last checkpoint before the
+ * first step of a changed producer and runs the schedule from there.
+ * Resources keep their order of work, every sum is taken in the same
+ * order as in a full run, and maxima do not depend on order, so the times
+ * are the same numbers.
+ *
+ * Delta runs need one micro-batch (FlexFlow's setting: no pipelining),
+ * no task recording and an unchanged stage per op; otherwise sim_delta()
+ * is a full sim_run().
+ */
+#include "sim_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+enum { MARK_K = 1, MARK_R = 2, MARK_C = 4 };
+
+/* --- checkpoints ------------------------------------------------------------ */
+
+static size_t ckpt_nd(const struct sim_work *w)
+{
+	return 2 * (size_t)w->nres + 2 * (size_t)w->ndev + 1;
+}
+
+static size_t ckpt_ni(const struct sim_work *w)
+{
+	return 2 * (size_t)w->ndev + 3 + NTASK_KINDS + 1;
+}
+
+int sim_ckpt_save(struct sim_work *w, int step)
+{
+	size_t nd = ckpt_nd(w), ni = ckpt_ni(w), k = (size_t)step / SIM_CKPT_STEPS;
+	double *d;
+	int64_t *v;
+
+	if (RESERVE(w, ckpt_d, (k + 1) * nd) || RESERVE(w, ckpt_i, (k + 1) * ni))
+		return AP_EFAIL;
+	d = w->ckpt_d + k * nd;
+	v = w->ckpt_i + k * ni;
+	memcpy(d, w->res_free, (size_t)w->nres * sizeof *d);
+	memcpy(d + w->nres, w->res_busy, (size_t)w->nres * sizeof *d);
+	d += 2 * w->nres;
+	for (int i = 0; i < w->ndev; i++) {
+		*d++ = w->grad_ready[i].end;
+		*d++ = w->grad_ready[i].cp;
+		*v++ = w->act_cur[i];
+		*v++ = w->mem[i].act;
+	}
+	*d = w->max_cp;
+	memcpy(v, w->link_bytes, sizeof w->link_bytes);
+	v += 3;
+	for (int i = 0; i < NTASK_KINDS; i++)
+		*v++ = w->ntask_kinds[i];
+	*v = w->ntasks;
+	if ((int)k >= w->nckpt)
+		w->nckpt = (int)k + 1;
+	return AP_OK;
+}
+
+void sim_ckpt_restore(struct sim_work *w, int step)
+{
+	size_t k = (size_t)step / SIM_CKPT_STEPS;
+	const double *d = w->ckpt_d + k * ckpt_nd(w);
+	const int64_t *v = w->ckpt_i + k * ckpt_ni(w);
+
+	memcpy(w->res_free, d, (size_t)w->nres * sizeof *d);
+	memcpy(w->res_busy, d + w->nres, (size_t)w->nres * sizeof *d);
+	d += 2 * w->nres;
+	for (int i = 0; i < w->ndev; i++) {
+		w->grad_ready[i].end = *d++;
+		w->grad_ready[i].cp = *d++;
+		w->act_cur[i] = *v++;
+		w->mem[i].act = *v++;
+	}
+	w->max_cp = *d;
+	memcpy(w->link_bytes, v, sizeof w->link_bytes);
+	v += 3;
+	for (int i = 0; i < NTASK_KINDS; i++)
+		w->ntask_kinds[i] = (int)*v++;
+	w->ntasks = *v;
+}
+
+/* --- the layout of a change ------------------------------------------------ */
+
+void sim_delta_base(struct sim *s)
+{
+	struct sim_work *w = s->w;
+	int nops = s->g->nops;
+
+	w->nfsrc = w->fsrc_ofs[w->nshards];
+	w->nbsrc = w->bsrc_ofs[w->nshards];
+	w->nxff = w->xff_ofs[nops];
+	w->nxfb = w->xfb_ofs[nops];
+	w->live = (int64_t)w->nshards + w->nxf + w->nfsrc + w->nbsrc + w->ngrp_mem +
+		  w->ncoll_res + 1024;
+	w->grown = 0;
+	w->delta_ready = w->m == 1 && !w->record && !RESERVE(w, op_stage, nops);
+	for (int si = 0; si < w->nstages && w->delta_ready; si++)
+		for (int k = w->stage_ops_ofs[si]; k < w->stage_ops_ofs[si + 1]; k++)
+			w->op_stage[w->stage_ops[k]] = si;
+}
+
+/* Room for one more list of n values in an appended-to array. */
+static int room(int **vals, size_t *cap, int used, int n)
+{
+	return sim_reserve(vals, cap, (size_t)used + (size_t)n + 1, sizeof(int));
+}
+
+/* The op that produces a source entry of a compute task. */
+static int src_op(const struct sim_work *w, int e)
+{
+	return w->shard_op[e >= 0 ? e : w->xf[SRC_XFER(e)].prod];
+}
+
+/* A shard's output region in bytes: what it keeps before its inputs. */
+static int64_t out_bytes(const struct sim_work *w, int gs)
+{
+	int64_t vol = BYTES_PER_ELEM;
+
+	for (int d = 0; d < NDIMS; d++)
+		vol *= HI(w, gs)[d] - LO(w, gs)[d];
+	return vol;
+}
+
+/* Whether input k of op is the first of its inputs from that producer. */
+static int first_input(const struct op *op, int k)
+{
+	for (int e = 0; e < k; e++)
+		if (op->in[e] == op->in[k])
+			return 0;
+	return 1;
+}
+
+/* The sets of a change of the ops marked K: R, the ops whose transfers
+ * are redone (K and their producers), and C, the ops whose sources change
+ * (R's consumers, and K).  aff lists every marked op once. */
+static void mark_sets(struct sim *s, const int *ops, int n, int *nk, int *naff)
+{
+	const struct graph *g = s->g;
+	struct sim_work *w = s->w;
+	int *m = w->op_mark, na = 0;
+
+#define ADD(i, bit) do { if (!m[i]) w->aff[na++] = (i); m[i] |= (bit); } while (0)
+	for (int k = 0; k < n; k++)
+		ADD(ops[k], MARK_K | MARK_R | MARK_C);
+	*nk = na;
+	for (int k = 0; k < n; k++)
+		for (int e = 0; e < g->ops[ops[k]].nin; e++)
+			ADD(g->ops[ops[k]].in[e], MARK_R);
+	for (int a = 0, nr = na; a < nr; a++) {
+		int p = w->aff[a];
+
+		for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1]; e++)
+			ADD(w->cons[e], MARK_C);
+	}
+#undef ADD
+	*naff = na;
+}
+
+/* New shards for the ops of K, at the end of the shard arrays. */
+static int new_shards(struct sim *s, const struct plan *pl, const int *ops, int n)
+{
+	struct sim_work *w = s->w;
+	int old = w->nshards, total = w->nshards, st = AP_OK;
+
+	for (int k = 0; k < n; k++)
+		total += pl->ops[ops[k]].ndev;
+	if (sim_reserve_shards(w, total) || RESERVE(w, fsrc_ofs, total + 1) ||
+	    RESERVE(w, fsrc_end, total) || RESERVE(w, bsrc_ofs, total + 1) ||
+	    RESERVE(w, bsrc_end, total))
+		return AP_EFAIL;
+	for (int k = 0; k < n && !st; k++) {
+		int i = ops[k];
+
+		w->shard_base[i] = w->nshards;
+		w->nshards += pl->ops[i].ndev;
+		w->shard_end[i] = w->nshards;
+		st = sim_layout_op_shards(s, pl, i);
+	}
+	for (int gs = old; gs < total; gs++)
+		w->fsrc_ofs[gs] = w->fsrc_end[gs] = w->bsrc_ofs[gs] = w->bsrc_end[gs] = 0;
+	w->grown += total - old;
+	return st;
+}
+
+/* The activations the shards of C keep: their outputs plus what they
+ * receive from producers outside R (transfers of R add theirs when they
+ * are made again). */
+static void reset_act(struct sim *s, int naff)
+{
+	const struct graph *g = s->g;
+	struct sim_work *w = s->w;
+
+	for (int a = 0; a < naff; a++) {
+		int c = w->aff[a];
+		const struct op *op = &g->ops[c];
+
+		if (!(w->op_mark[c] & MARK_C) || (w->op_mark[c] & MARK_K))
+			continue;
+		for (int gs = w->shard_base[c]; gs < w->shard_end[c]; gs++)
+			w->act_bytes[gs] = out_bytes(w, gs);
+		for (int k = 0; k < op->nin; k++) {
+			int q = op->in[k];
+
+			if ((w->op_mark[q] & MARK_R) || !first_input(op, k))
+				continue;
+			for (int e = w->xff_ofs[q]; e < w->xff_end[q]; e++) {
+				const struct sim_xfer *x = &w->xf[w->xff[e]];
+
+				if (x->emit_op == c)
+					w->act_bytes[x->cons] += x->bytes;
+			}
+		}
+	}
+}
+
+/* Appends the new list of shard gs: the old entries from producers
+ * outside R (keep_old), then those of the temporary CSR. */
+static int relist(struct sim_work *w, int gs, int keep_old, int **vals, size_t *cap,
+		  int *used, int *ofs, int *end)
+{
+	int a = ofs[gs], b = end[gs], na = w->tmp_ofs[gs + 1] - w->tmp_ofs[gs];
+	int n0 = *used;
+
+	if (room(vals, cap, *used, (keep_old ? b - a : 0) + na))
+		return AP_EFAIL;
+	for (int e = a; e < b && keep_old; e++)
+		if (!(w->op_mark[src_op(w, (*vals)[e])] & MARK_R))
+			(*vals)[(*used)++] = (*vals)[e];
+	memcpy(*vals + *used, w->tmp + w->tmp_ofs[gs], (size_t)na * sizeof(int));
+	*used += na;
+	ofs[gs] = n0;
+	end[gs] = *used;
+	w->grown += *used - n0;
+	return AP_OK;
+}
+
+/* relist() for every shard of the ops marked `mark`; old entries are
+ * kept for forward lists of ops outside K. */
+static int relist_ops(struct sim_work *w, int naff, int mark, int **vals, size_t *cap,
+		      int *used, int *ofs, int *end)
+{
+	int st = AP_OK;
+
+	for (int a = 0; a < naff && !st; a++) {
+		int i = w->aff[a], keep = mark == MARK_C && !(w->op_mark[i] & MARK_K);
+
+		if (!(w->op_mark[i] & mark))
+			continue;
+		for (int gs = w->shard_base[i]; gs < w->shard_end[i] && !st; gs++)
+			st = relist(w, gs, keep, vals, cap, used, ofs, end);
+	}
+	return st;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* xfb of consumer c again: the gradients it sends back, in the order a
+ * full layout makes them (producers in op order, each in creation order). */
+static int relist_xfb(struct sim *s, int c)
+{
+	const struct op *op = &s->g->ops[c];
+	struct sim_work *w = s->w;
+	int n0 = w->nxfb, nq = 0;
+
+	if (RESERVE(w, scratch, op->nin))
+		return AP_EFAIL;
+	for (int k = 0; k < op->nin; k++)
+		if (first_input(op, k))
+			w->scratch[nq++] = op->in[k];
+	qsort(w->scratch, (size_t)nq, sizeof(int), cmp_int);
+	for (int k = 0; k < nq; k++) {
+		int q = w->scratch[k];
+
+		if (room(&w->xfb, &w->cap_xfb, w->nxfb, w->xff_end[q] - w->xff_ofs[q]))
+			return AP_EFAIL;
+		for (int e = w->xff_ofs[q]; e < w->xff_end[q]; e++) {
+			const struct sim_xfer *x = &w->xf[w->xff[e]];
+
+			if (x->emit_op == c && !x->no_grad)
+				w->xfb[w->nxfb++] = w->xff[e];
+		}
+	}
+	w->xfb_ofs[c] = n0;
+	w->xfb_end[c] = w->nxfb;
+	w->grown += w->nxfb - n0;
+	return AP_OK;
+}
+
+/* The transfers of every producer of R, and every list they feed. */
+static int new_transfers(struct sim *s, const struct plan *pl, int naff)
+{
+	struct sim_work *w = s->w;
+	int np[2] = { 0, 0 }, st = AP_OK;
+
+	for (int a = 0; a < naff && !st; a++) {
+		int p = w->aff[a], x0 = w->nxf;
+
+		if (!(w->op_mark[p] & MARK_R))
+			continue;
+		st = sim_layout_producer(s, pl, p, np);
+		if (!st && room(&w->xff, &w->cap_xff, w->nxff, w->nxf - x0))
+			st = AP_EFAIL;
+		if (st)
+			break;
+		w->xff_ofs[p] = w->nxff;
+		for (int x = x0; x < w->nxf; x++)
+			w->xff[w->nxff++] = x;
+		w->xff_end[p] = w->nxff;
+		w->grown += 2 * (w->nxf - x0);
+	}
+	/* forward sources of C's shards; backward sources of R's, all of
+	 * whose consumers were connected again */
+	if (!st)
+		st = sim_build_csr(w, w->pairs, np[0], w->nshards, &w->tmp_ofs,
+				   &w->cap_tmp_ofs, &w->tmp, &w->cap_tmp);
+	if (!st)
+		st = relist_ops(w, naff, MARK_C, &w->fsrc, &w->cap_fsrc, &w->nfsrc,
+				w->fsrc_ofs, w->fsrc_end);
+	if (!st)
+		st = sim_build_csr(w, w->bpairs, np[1], w->nshards, &w->tmp_ofs,
+				   &w->cap_tmp_ofs, &w->tmp, &w->cap_tmp);
+	if (!st)
+		st = relist_ops(w, naff, MARK_R, &w->bsrc, &w->cap_bsrc, &w->nbsrc,
+				w->bsrc_ofs, w->bsrc_end);
+	for (int a = 0; a < naff && !st; a++)
+		if (w->op_mark[w->aff[a]] & MARK_C)
+			st = relist_xfb(s, w->aff[a]);
+	return st;
+}
+
+/* The first step that runs the forward of an op of R, rounded down to a
+ * checkpoint. */
+static int first_step(const struct sim *s)
+{
+	const struct sim_work *w = s->w;
+	int step = 0;
+
+	for (int it = 0; it < w->nitems; it++) {
+		const struct sim_item *x = &w->items[it];
+		int a = w->stage_ops_ofs[x->stage], b = w->stage_ops_ofs[x->stage + 1];
+
+		for (int k = a; k < b; k++, step++)
+			if (!x->bwd && (w->op_mark[w->stage_ops[k]] & MARK_R))
+				return step / SIM_CKPT_STEPS * SIM_CKPT_STEPS;
+	}
+	return 0;
+}
+
+/* Whether the change can be applied to the last run's state. */
+static int applicable(const struct sim *s, const struct plan *pl, const int *ops, int n)
+{
+	const struct sim_work *w = s->w;
+
+	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 2 * w->live ||
+	    pl->nstages != w->nstages)
+		return 0;
+	/* the stage of a changed op must stay: the order of steps depends
+	 * on it */
+	for (int k = 0; k < n; k++)
+		if (pl->ops[ops[k]].stage < 0 || pl->ops[ops[k]].stage >= w->nstages ||
+		    w->stage_pos[pl->ops[ops[k]].stage] != w->op_stage[ops[k]])
+			return 0;
+	return 1;
+}
+
+int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
+	      struct sim_result *r)
+{
+	const struct graph *g = s->g;
+	struct sim_work *w = s->w;
+	struct sim_opts opts = { .optimizer = w->opt };
+	int naff = 0, nk = 0, st = AP_OK, from;
+
+	w->ckpt_on = 1;
+	for (int k = 0; k < n; k++)
+		if (ops[k] < 0 || ops[k] >= g->nops || pl->nops != g->nops)
+			return ap_err(AP_EINPUT, "plan", 0, "simulator: no operator %d to change",
+				      ops[k]);
+	if (!applicable(s, pl, ops, n))
+		return sim_run(s, pl, &opts, r);
+	for (int k = 0; k < n; k++) {
+		st = sim_check_op(s, pl, ops[k]);
+		if (st)
+			return st;
+	}
+	w->delta_ready = 0;
+	if (RESERVE(w, op_mark, g->nops) || RESERVE(w, aff, g->nops))
+		return AP_EFAIL;
+	memset(w->op_mark, 0, (size_t)g->nops * sizeof *w->op_mark);
+	/* the ops of K, each once, come first in aff */
+	mark_sets(s, ops, n, &nk, &naff);
+	st = new_shards(s, pl, w->aff, nk);
+	if (!st)
+		reset_act(s, naff);
+	if (!st)
+		st = new_transfers(s, pl, naff);
+	for (int a = 0; a < nk && !st; a++) {
+		int ng = w->ngrp_mem + w->ncoll_res;
+
+		st = sim_layout_op_groups(s, pl, w->aff[a]);
+		w->grown += w->ngrp_mem + w->ncoll_res - ng;
+	}
+	if (st)
+		return st;
+	from = first_step(s);
+	if (from / SIM_CKPT_STEPS >= w->nckpt)
+		from = 0;
+	st = sim_finish(s, pl, from, r);
+	if (!st)
+		w->delta_ready = 1;
+	return st;
+}

@@ -1,0 +1,378 @@
+/*
+ * mcmc: FlexFlow's search (Jia, Zaharia and Aiken, "Beyond Data and Model
+ * Parallelism for Deep Neural Networks", SysML 2019, sections 4-6).
+ *
+ * The space is SOAP: per operator a degree for each dim it may split
+ * (sample n; attributes h, w, l; parameter c), each dividing the dim,
+ * their product at most the device count, and the devices its shards run
+ * on, here a contiguous block (aligned to the product where it divides the
+ * device count).  As in FlexFlow there is no pipelining: one stage over
+ * all devices, one micro-batch; operators on different devices run
+ * concurrently in the simulator's task graph.
+ *
+ * The search is Metropolis-Hastings (section 6.1) with the simulator as
+ * cost: a proposal gives one random operator a random configuration of
+ * its space and is accepted with probability
+ *     min(1, exp(-beta x (cost(new) - cost(current)))),
+ * cost being the simulated iteration time in percent of the first
+ * starting point's, so beta means the same on every model (beta 1: a
+ * proposal 1% slower is taken with probability 0.37, at the default 5
+ * with 0.007).  A plan that does
+ * not fit the devices' memory is never accepted from one that does.  Each
+ * proposal is simulated by delta re-simulation (sim_delta(), section 5.2)
+ * from the state of the last one: a rejected proposal is undone in the
+ * plan, and the next delta re-simulates both the undo and the new change.
+ *
+ * Chains start from `dp`, `owt` and then random plans (section 6.2 uses
+ * data parallelism, an expert strategy and random ones), `chains` of them
+ * with an equal share of the budget each.  A chain stops when its share
+ * of the time is spent, after `proposals` proposals (0: no limit), or
+ * when the best plan has not improved during the last half of its
+ * proposals (counted, not timed, so a search that ends that way is the
+ * same for the same seed however busy the machine is).
+ *
+ * Statistics: proposals, proposals_per_s, acceptance, planner_est_ms (the
+ * best simulated iteration ms), and the plan's search curve (best ms over
+ * time).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "planner.h"
+#include "sim.h"
+
+/* A chain runs at least this many proposals before it may stop for want
+ * of improvement. */
+#define MCMC_MIN_PROPOSALS 10000
+
+struct mcmc {
+	const struct planner_input *in;
+	struct plan *out;
+	struct sim s;
+	int ndev, full;
+	double beta, unit_s;     /* cost unit: 1% of the first start's time */
+	int64_t max_props;       /* per chain; 0 none */
+	uint64_t rng;
+	int *cfg_ofs, (*cfg)[NDIMS]; /* per op: its degree vectors */
+	int ncfg, cap_cfg;
+	struct plan cur, best;
+	double cur_s, best_s;    /* iteration times; INFINITY: does not fit */
+	int64_t proposals, accepted;
+	double t0;
+	int *devs, *old_devs;
+};
+
+static uint64_t next_rand(struct mcmc *mc)
+{
+	/* splitmix64 */
+	uint64_t z = (mc->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int rand_below(struct mcmc *mc, int n)
+{
+	return (int)(next_rand(mc) % (uint64_t)n);
+}
+
+static double rand_unit(struct mcmc *mc)
+{
+	return (double)(next_rand(mc) >> 11) * 0x1.0p-53;
+}
+
+/* --- the configuration space ------------------------------------------ */
+
+/* Every degree vector of op from dim d on, with `left` devices to share. */
+static int enum_degrees(struct mcmc *mc, const struct op *op, int d, int left,
+			int deg[NDIMS])
+{
+	int64_t size;
+
+	if (d == NDIMS) {
+		if (mc->ncfg >= mc->cap_cfg) {
+			int cap = mc->cap_cfg ? 2 * mc->cap_cfg : 64;
+			void *v = realloc(mc->cfg, (size_t)cap * sizeof *mc->cfg);
+
+			if (!v)
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			mc->cfg = v;
+			mc->cap_cfg = cap;
+		}
+		memcpy(mc->cfg[mc->ncfg++], deg, sizeof mc->cfg[0]);
+		return AP_OK;
+	}
+	deg[d] = 1;
+	if (!(op->split_mask & (1u << d)) || shape_dim(&op->out, (enum dim_kind)d) < 0)
+		return enum_degrees(mc, op, d + 1, left, deg);
+	size = shape_size(&op->out, (enum dim_kind)d);
+	for (int k = 1; k <= left; k++) {
+		int st;
+
+		if (size % k)
+			continue;
+		deg[d] = k;
+		st = enum_degrees(mc, op, d + 1, left / k, deg);
+		if (st)
+			return st;
+	}
+	deg[d] = 1;
+	return AP_OK;
+}
+
+static int build_space(struct mcmc *mc)
+{
+	const struct graph *g = mc->in->g;
+	int deg[NDIMS], st = AP_OK;
+
+	mc->cfg_ofs = calloc((size_t)g->nops + 1, sizeof *mc->cfg_ofs);
+	if (!mc->cfg_ofs)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int i = 0; i < g->nops && !st; i++) {
+		mc->cfg_ofs[i] = mc->ncfg;
+		st = enum_degrees(mc, &g->ops[i], 0, mc->ndev, deg);
+	}
+	mc->cfg_ofs[g->nops] = mc->ncfg;
+	return st;
+}
+
+/* Gives op i of p a random configuration: degrees from its space, a block
+ * of devices. */
+static int random_config(struct mcmc *mc, struct plan *p, int i)
+{
+	int a = mc->cfg_ofs[i], n = mc->cfg_ofs[i + 1] - a, k = a + rand_below(mc, n);
+	int prod = 1, first;
+
+	for (int d = 0; d < NDIMS; d++)
+		prod *= mc->cfg[k][d];
+	first = mc->ndev % prod == 0 ? prod * rand_below(mc, mc->ndev / prod)
+				     : rand_below(mc, mc->ndev - prod + 1);
+	for (int j = 0; j < prod; j++)
+		mc->devs[j] = first + j;
+	memcpy(p->ops[i].degree, mc->cfg[k], sizeof p->ops[i].degree);
+	return plan_set_devices(&p->ops[i].devices, &p->ops[i].ndev, mc->devs, prod);
+}
+
+/* dst takes src's configurations (both one stage over all devices). */
+static int copy_configs(struct plan *dst, const struct plan *src)
+{
+	int st = AP_OK;
+
+	for (int i = 0; i < src->nops && !st; i++) {
+		memcpy(dst->ops[i].degree, src->ops[i].degree, sizeof dst->ops[i].degree);
+		st = plan_set_devices(&dst->ops[i].devices, &dst->ops[i].ndev,
+				      src->ops[i].devices, src->ops[i].ndev);
+	}
+	return st;
+}
+
+/* --- the chain ------------------------------------------------------------- */
+
+static double iter_or_inf(const struct sim_result *r)
+{
+	return r->mem_bytes > 0 && r->peak_mem_bytes > r->mem_bytes ? INFINITY : r->iter_s;
+}
+
+static int improve(struct mcmc *mc)
+{
+	int st;
+
+	mc->best_s = mc->cur_s;
+	st = copy_configs(&mc->best, &mc->cur);
+	if (!st)
+		st = plan_add_curve(mc->out, now_s() - mc->t0, 1e3 * mc->best_s);
+	return st;
+}
+
+/* Metropolis-Hastings from the configurations of `start` until the chain's
+ * deadline. */
+static int chain(struct mcmc *mc, const struct plan *start, double deadline)
+{
+	const struct graph *g = mc->in->g;
+	struct sim_result r;
+	int64_t n = 0, last_better = 0;
+	int pend = -1, st;
+
+	st = copy_configs(&mc->cur, start);
+	if (!st)
+		st = sim_run(&mc->s, &mc->cur, NULL, &r);
+	if (st)
+		return st;
+	mc->cur_s = iter_or_inf(&r);
+	if (!(mc->unit_s > 0))
+		mc->unit_s = r.iter_s / 100;
+	if (mc->cur_s < mc->best_s && (st = improve(mc)))
+		return st;
+	for (;; n++) {
+		int i = rand_below(mc, g->nops), ops[2] = { i, pend }, old_n;
+		double new_s;
+		int accept;
+
+		if ((n & 15) == 0 && now_s() > deadline)
+			break;
+		if ((mc->max_props && n >= mc->max_props) ||
+		    (n >= MCMC_MIN_PROPOSALS && last_better < n / 2))
+			break;
+		old_n = mc->cur.ops[i].ndev;
+		memcpy(mc->old_devs, mc->cur.ops[i].devices, (size_t)old_n * sizeof(int));
+		{
+			int old_deg[NDIMS];
+
+			memcpy(old_deg, mc->cur.ops[i].degree, sizeof old_deg);
+			st = random_config(mc, &mc->cur, i);
+			if (!st)
+				st = mc->full ? sim_run(&mc->s, &mc->cur, NULL, &r)
+					      : sim_delta(&mc->s, &mc->cur, ops, pend >= 0 ? 2 : 1,
+							  &r);
+			if (st)
+				return st;
+			mc->proposals++;
+			new_s = iter_or_inf(&r);
+			if (isinf(new_s))
+				accept = isinf(mc->cur_s);
+			else
+				accept = new_s <= mc->cur_s ||
+					 rand_unit(mc) < exp(-mc->beta * (new_s - mc->cur_s) /
+							      mc->unit_s);
+			if (!accept) {
+				/* undo in the plan; the simulator catches up
+				 * at the next delta */
+				memcpy(mc->cur.ops[i].degree, old_deg, sizeof old_deg);
+				st = plan_set_devices(&mc->cur.ops[i].devices,
+						      &mc->cur.ops[i].ndev, mc->old_devs, old_n);
+				if (st)
+					return st;
+				pend = i;
+				continue;
+			}
+		}
+		pend = -1;
+		mc->accepted++;
+		mc->cur_s = new_s;
+		if (new_s < mc->best_s) {
+			last_better = n;
+			st = improve(mc);
+			if (st)
+				return st;
+		}
+	}
+	return AP_OK;
+}
+
+/* A starting point: a planner's plan, or a random one (name NULL). */
+static int start_plan(struct mcmc *mc, const char *name, struct plan *p)
+{
+	const struct graph *g = mc->in->g;
+	struct planner_input in = *mc->in;
+	struct plan tmp;
+	int st;
+
+	in.opts = NULL;
+	plan_init(&tmp);
+	st = plan_alloc(&tmp, g, 1);
+	if (!st && name)
+		st = planner_find(name)->plan(&in, &tmp);
+	for (int i = 0; i < g->nops && !st && !name; i++)
+		st = random_config(mc, &tmp, i);
+	if (!st)
+		st = copy_configs(p, &tmp);
+	plan_release(&tmp);
+	return st;
+}
+
+static int one_stage_plan(struct mcmc *mc, struct plan *p)
+{
+	int st = plan_alloc(p, mc->in->g, 1);
+
+	return st ? st : plan_one_stage(p, mc->ndev, SCHED_GPIPE, 1);
+}
+
+static int plan_mcmc(const struct planner_input *in, struct plan *out)
+{
+	static const char *const starts[] = { "dp", "owt" };
+	struct mcmc mc = { .in = in, .out = out, .best_s = INFINITY,
+			   .beta = planner_real(in, "beta"),
+			   .max_props = (int64_t)planner_real(in, "proposals"),
+			   .full = planner_flag(in, "full-sim"),
+			   .ndev = cluster_ndevices(in->c), .rng = in->seed };
+	int nchains = (int)planner_real(in, "chains"), st;
+	struct plan start;
+	double deadline;
+
+	if (!(mc.beta >= 0) || nchains < 1 || mc.max_props < 0)
+		return ap_err(AP_EINPUT, "mcmc", 0, "expected beta >= 0, chains >= 1 and "
+			      "proposals >= 0");
+	mc.t0 = now_s();
+	deadline = mc.t0 + in->budget_s;
+	plan_init(&mc.cur);
+	plan_init(&mc.best);
+	plan_init(&start);
+	mc.devs = calloc((size_t)mc.ndev, sizeof *mc.devs);
+	mc.old_devs = calloc((size_t)mc.ndev, sizeof *mc.old_devs);
+	st = !mc.devs || !mc.old_devs ? ap_err(AP_EFAIL, NULL, 0, "out of memory") : AP_OK;
+	if (!st)
+		st = build_space(&mc);
+	if (!st)
+		st = one_stage_plan(&mc, &mc.cur);
+	if (!st)
+		st = one_stage_plan(&mc, &mc.best);
+	if (!st)
+		st = one_stage_plan(&mc, &start);
+	if (!st)
+		st = sim_init(&mc.s, in->g, in->p, in->c);
+	for (int c = 0; c < nchains && !st; c++) {
+		double left = deadline - now_s();
+
+		if (c > 0 && left <= 0)
+			break;
+		st = start_plan(&mc, c < 2 ? starts[c] : NULL, &start);
+		if (!st)
+			st = chain(&mc, &start, now_s() + left / (nchains - c));
+	}
+	sim_release(&mc.s);
+	if (!st && isinf(mc.best_s))
+		st = ap_err(AP_EINPUT, "mcmc", 0, "no plan of '%s' found that fits the "
+			    "devices' memory", in->g->name);
+	if (!st)
+		st = plan_one_stage(out, mc.ndev, SCHED_GPIPE, 1);
+	if (!st)
+		st = copy_configs(out, &mc.best);
+	if (!st)
+		st = plan_set_stat(out, "proposals", (double)mc.proposals);
+	if (!st)
+		st = plan_set_stat(out, "proposals_per_s",
+				   mc.proposals / fmax(now_s() - mc.t0, 1e-9));
+	if (!st)
+		st = plan_set_stat(out, "acceptance",
+				   mc.proposals ? (double)mc.accepted / mc.proposals : 0);
+	if (!st)
+		st = plan_set_stat(out, "planner_est_ms", 1e3 * mc.best_s);
+	plan_release(&mc.cur);
+	plan_release(&mc.best);
+	plan_release(&start);
+	free(mc.devs);
+	free(mc.old_devs);
+	free(mc.cfg_ofs);
+	free(mc.cfg);
+	return st;
+}
+
+const struct planner planner_mcmc = {
+	.name = "mcmc",
+	.description = "Metropolis-Hastings over SOAP configurations, simulator cost, delta re-simulation",
+	.anchor = "FlexFlow, Jia et al., SysML 2019",
+	.plan = plan_mcmc,
+	.options = (const struct planner_option[]){
+		{ "beta", POPT_REAL, "5", NULL,
+		  "acceptance: exp(-beta x slowdown in % of the first start)" },
+		{ "chains", POPT_INT, "3", NULL, "chains: from dp, owt, then random plans" },
+		{ "proposals", POPT_INT, "0", NULL, "proposals per chain at most (0: no limit)" },
+		{ "full-sim", POPT_FLAG, NULL, NULL,
+		  "simulate every proposal in full, not by delta (to measure it)" },
+		{ 0 },
+	},
+};

@@ -1,0 +1,21 @@
+# Anytime curves of the searching planners (mcmc): the best predicted
+# iteration time found against search time, one line per model and
+# cluster, from results/anytime.csv.  Called with dat, outfile, term and
+# titles set; dat holds one block per curve (blocks separated by two blank
+# lines, columns search_s best_iter_ms) and titles their names, e.g. made
+# from anytime.csv by
+#   awk -F, 'NR > 1 && $4 ~ /^mcmc/ { k = $1 "/" $3; if (k != last) {
+#            if (last != "") printf "\n\n"; last = k; t = t " " k }
+#            print $6, $7 } END { print t > "titles" }' results/anytime.csv
+if (term eq 'png') set terminal pngcairo size 800,480 font 'sans,10'; \
+else set terminal svg size 800,480 font 'sans,10'
+set output outfile
+set title 'mcmc: best simulated iteration time over search time'
+set xlabel 'search time (s)'
+set ylabel 'best iteration time (ms)'
+set logscale x
+set logscale y
+set grid
+set key outside right top
+n = words(titles)
+plot for [i = 1:n] dat index (i - 1) using 1:2 with steps lw 1.5 title word(titles, i)

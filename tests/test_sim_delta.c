@@ -1,0 +1,242 @@
+/*
+ * Tests of delta re-simulation (core/sim_delta.c): random proposals, each
+ * giving one operator a random configuration (a random divisor of each of
+ * its splittable dims, product at most the device count, on random
+ * distinct devices) or undoing the last one, are applied to a plan; after
+ * every one sim_delta() on a long-lived simulator must give exactly what
+ * a full sim_run() on a fresh one gives: the same iteration time, memory
+ * of every device, critical path, task counts and link bytes.  10,000
+ * proposals over five models of the zoo on 16, 8 and 4 devices, among
+ * them changes of two operators at once and changes that leave an
+ * operator as it was.
+ */
+#include "testutil.h"
+
+#include "cluster.h"
+#include "datadir.h"
+#include "err.h"
+#include "model_io.h"
+#include "plan.h"
+#include "profile.h"
+#include "sim.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int rand_below(int n)
+{
+	return (int)(next_rand() % (uint64_t)n);
+}
+
+/* A random configuration of op i on ndev devices into po. */
+static void random_config(const struct graph *g, int i, int ndev, struct plan_op *po)
+{
+	const struct op *op = &g->ops[i];
+	int left = ndev, devs[64], n = 1;
+
+	for (int d = 0; d < NDIMS; d++) {
+		int64_t size = shape_size(&op->out, (enum dim_kind)d);
+		int divs[64], nd = 0;
+
+		po->degree[d] = 1;
+		if (!(op->split_mask & (1u << d)) || shape_dim(&op->out, (enum dim_kind)d) < 0)
+			continue;
+		for (int k = 1; k <= left && nd < 64; k++)
+			if (size % k == 0)
+				divs[nd++] = k;
+		/* half the time unsplit along d, so configurations vary */
+		po->degree[d] = next_rand() & 1 ? divs[rand_below(nd)] : 1;
+		left /= po->degree[d];
+		n *= po->degree[d];
+	}
+	for (int k = 0; k < ndev; k++)
+		devs[k] = k;
+	for (int k = 0; k < n; k++) {
+		int j = k + rand_below(ndev - k), t = devs[k];
+
+		devs[k] = devs[j];
+		devs[j] = t;
+	}
+	assert_int_equal(plan_set_devices(&po->devices, &po->ndev, devs, n), AP_OK);
+}
+
+static void copy_op(struct plan_op *dst, const struct plan_op *src)
+{
+	memcpy(dst->degree, src->degree, sizeof dst->degree);
+	dst->stage = src->stage;
+	assert_int_equal(plan_set_devices(&dst->devices, &dst->ndev, src->devices, src->ndev),
+			 AP_OK);
+}
+
+static void same_result(const struct sim_result *a, const struct sim_result *b, int step)
+{
+	if (a->iter_s != b->iter_s || a->makespan_s != b->makespan_s ||
+	    a->critical_path_s != b->critical_path_s || a->ntasks != b->ntasks ||
+	    a->compute_busy_s != b->compute_busy_s ||
+	    a->peak_mem_bytes != b->peak_mem_bytes || a->ndev_used != b->ndev_used)
+		fail_msg("proposal %d: delta iter %.17g makespan %.17g cp %.17g tasks %lld "
+			 "peak %lld, full %.17g %.17g %.17g %lld %lld", step, a->iter_s,
+			 a->makespan_s, a->critical_path_s, (long long)a->ntasks,
+			 (long long)a->peak_mem_bytes, b->iter_s, b->makespan_s,
+			 b->critical_path_s, (long long)b->ntasks, (long long)b->peak_mem_bytes);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(a->link_bytes[k], b->link_bytes[k]);
+	for (int k = 0; k < NTASK_KINDS; k++)
+		assert_int_equal(a->ntask_kinds[k], b->ntask_kinds[k]);
+	for (int d = 0; d < a->ndev; d++)
+		if (a->mem[d].peak != b->mem[d].peak || a->mem[d].act != b->mem[d].act)
+			fail_msg("proposal %d: device %d peak %lld act %lld, full %lld %lld", step,
+				 d, (long long)a->mem[d].peak, (long long)a->mem[d].act,
+				 (long long)b->mem[d].peak, (long long)b->mem[d].act);
+}
+
+/* n proposals on model `name` over cluster `spec`. */
+static void proposals(const char *name, const char *spec, int n)
+{
+	struct graph g;
+	struct cluster c;
+	struct profile p;
+	struct plan pl;
+	struct plan_op old;
+	struct sim sd, sf;
+	struct sim_result rd, rf;
+	char csv[4096], dir[4096];
+	int ndev, last = -1;
+
+	graph_init(&g);
+	plan_init(&pl);
+	memset(&old, 0, sizeof old);
+	if (model_load(name, 0, &g) || cluster_resolve(spec,
+	    datapath(csv, sizeof csv, "profiles/clusters.csv"), &c) ||
+	    profile_load(profile_dir(dir, sizeof dir, c.profile), &p))
+		fail_msg("%s", ap_last_error());
+	ndev = cluster_ndevices(&c);
+	assert_int_equal(plan_alloc(&pl, &g, 1), AP_OK);
+	for (int i = 0; i < g.nops; i++)
+		random_config(&g, i, ndev, &pl.ops[i]);
+	assert_int_equal(sim_init(&sd, &g, &p, &c), AP_OK);
+	assert_int_equal(sim_init(&sf, &g, &p, &c), AP_OK);
+	assert_int_equal(sim_run(&sd, &pl, NULL, &rd), AP_OK);
+	for (int step = 0; step < n; step++) {
+		int ops[2], nops = 1, u = rand_below(10);
+
+		if (u < 3 && last >= 0) {
+			/* undo the last change, as a rejected proposal does */
+			ops[0] = last;
+			copy_op(&pl.ops[last], &old);
+			last = -1;
+		} else {
+			ops[0] = rand_below(g.nops);
+			copy_op(&old, &pl.ops[ops[0]]);
+			last = ops[0];
+			if (u != 3)
+				random_config(&g, ops[0], ndev, &pl.ops[ops[0]]);
+			if (u == 4) {
+				/* two at once: the undo and the next proposal */
+				ops[1] = rand_below(g.nops);
+				random_config(&g, ops[1], ndev, &pl.ops[ops[1]]);
+				nops = 2;
+				last = -1;
+			}
+		}
+		if (sim_delta(&sd, &pl, ops, nops, &rd) != AP_OK ||
+		    sim_run(&sf, &pl, NULL, &rf) != AP_OK)
+			fail_msg("%s on %s, proposal %d: %s", name, spec, step, ap_last_error());
+		same_result(&rd, &rf, step);
+	}
+	sim_release(&sd);
+	sim_release(&sf);
+	free(old.devices);
+	plan_release(&pl);
+	profile_release(&p);
+	graph_release(&g);
+}
+
+static void test_alexnet(void **state)
+{
+	(void)state;
+	proposals("alexnet", "flexflow-p100", 2500);
+	proposals("alexnet", "2x4:v100", 500);
+}
+
+static void test_resnet50(void **state)
+{
+	(void)state;
+	proposals("resnet50", "flexflow-p100", 1200);
+}
+
+static void test_gnmt(void **state)
+{
+	(void)state;
+	proposals("gnmt", "4x4:v100", 1300);
+	proposals("gnmt", "1x4:v100", 500);
+}
+
+static void test_small(void **state)
+{
+	(void)state;
+	proposals("transformer_tiny", "flexflow-p100", 1500);
+	proposals("branchy_small", "2x4:v100", 1500);
+	proposals("branchy_small", "1x4:v100", 1000);
+}
+
+/* Plans the delta does not continue (several micro-batches) are
+ * simulated in full, with the same result. */
+static void test_fallback(void **state)
+{
+	struct graph g;
+	struct cluster c;
+	struct profile p;
+	struct plan pl;
+	struct sim sd, sf;
+	struct sim_result rd, rf;
+	char csv[4096], dir[4096];
+	int op = 3, dev = 2;
+
+	(void)state;
+	graph_init(&g);
+	plan_init(&pl);
+	if (model_load("alexnet", 0, &g) || cluster_resolve("1x4:v100",
+	    datapath(csv, sizeof csv, "profiles/clusters.csv"), &c) ||
+	    profile_load(profile_dir(dir, sizeof dir, c.profile), &p))
+		fail_msg("%s", ap_last_error());
+	assert_int_equal(plan_alloc(&pl, &g, 1), AP_OK);
+	pl.microbatches = 4;
+	assert_int_equal(sim_init(&sd, &g, &p, &c), AP_OK);
+	assert_int_equal(sim_init(&sf, &g, &p, &c), AP_OK);
+	assert_int_equal(sim_run(&sd, &pl, NULL, &rd), AP_OK);
+	assert_int_equal(plan_set_devices(&pl.ops[op].devices, &pl.ops[op].ndev, &dev, 1),
+			 AP_OK);
+	assert_int_equal(sim_delta(&sd, &pl, &op, 1, &rd), AP_OK);
+	assert_int_equal(sim_run(&sf, &pl, NULL, &rf), AP_OK);
+	same_result(&rd, &rf, 0);
+	op = g.nops;
+	ap_err_quiet(1);
+	assert_int_equal(sim_delta(&sd, &pl, &op, 1, &rd), AP_EINPUT);
+	ap_err_quiet(0);
+	sim_release(&sd);
+	sim_release(&sf);
+	plan_release(&pl);
+	profile_release(&p);
+	graph_release(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_alexnet),
+		cmocka_unit_test(test_resnet50),
+		cmocka_unit_test(test_gnmt),
+		cmocka_unit_test(test_small),
+		cmocka_unit_test(test_fallback),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
