@@ -119,6 +119,9 @@ bench: all
 	$(BIN) bench bench/default.matrix -o results/bench.csv.new
 	@mv results/bench.csv.new results/bench.csv
 	bench/sim-speed
+	bench/pipedream-search
+	bench/ilp-sizes
+	bench/graphpipe-compare
 	@$(MAKE) --no-print-directory figures
 
 figures: all
