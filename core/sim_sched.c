@@ -257,7 +257,7 @@ int sim_schedule(struct sim *s, int opt_copies)
 	for (int d = 0; d < w->ndev; d++)
 		w->mem[d].act = 0;
 	for (int it = 0; it < w->nitems && !st; it++) {
-		const struct sim_item *x = &w->items[it];
+		const struct sched_item *x = &w->items[it];
 		int a = w->stage_ops_ofs[x->stage], b = w->stage_ops_ofs[x->stage + 1];
 
 		if (!x->bwd)
