@@ -15,6 +15,10 @@ OPT      ?= -O2 -g
 CFLAGS   := $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Icore -Iplanners -Iruntime -Ibench
 CFLAGS   += -DAUTOPAR_DATADIR='"$(PREFIX)/share/autopar"'
 LDLIBS   := -lglpk -ljansson -lcsv -lm
+# The CPU runtime: OpenBLAS GEMM and Open MPI transport.
+RT_PKGS  := openblas ompi-c
+CFLAGS   += $(shell pkg-config --cflags $(RT_PKGS))
+LDLIBS   += $(shell pkg-config --libs $(RT_PKGS))
 
 ifneq ($(SAN),)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -57,11 +61,12 @@ endif
 CORE_SRC := $(wildcard core/*.c)
 PLAN_SRC := $(wildcard planners/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
+RT_SRC   := $(filter-out runtime/gpu_stub.c,$(wildcard runtime/*.c))
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 
 LIB_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(PLAN_SRC:%.c=$(BUILD)/%.o) \
-            $(BENCH_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
+            $(BENCH_SRC:%.c=$(BUILD)/%.o) $(RT_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libautopar.a
 BIN      := bin/autopar
