@@ -301,7 +301,7 @@ static int run(int argc, char **argv)
 		{ 0 },
 	};
 	const struct backend *be = &backend_cpu;
-	struct exec_opts o = { .lr = 0.05f, .momentum = 0.9f };
+	struct exec_opts o = { .lr = 0.02f, .momentum = 0.9f };
 	struct plan_inputs in;
 	struct run_out r = { 0 };
 	struct transport t = { 0 };
@@ -402,7 +402,7 @@ const struct command cmd_run = {
 		 "                      they differ by more than the tolerance)\n"
 		 "  --tolerance X       relative difference --check accepts (default 1e-5)\n"
 		 "  --seed N            seed of data, labels and initial weights (default 1)\n"
-		 "  --lr X              learning rate of SGD with momentum 0.9 (default 0.05)\n"
+		 "  --lr X              learning rate of SGD with momentum 0.9 (default 0.02)\n"
 		 "  --pool N            distinct batches the steps cycle through (default 4)\n"
 		 "  -o, --output FILE   append one row to a results CSV\n"
 		 "  --inject-fault RANK:STEP:kill|error\n"

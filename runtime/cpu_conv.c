@@ -42,6 +42,19 @@ static int64_t conv_ws(const struct kern *k)
 	return d.c / d.groups * d.kh * d.kw * d.oh * d.ow;
 }
 
+/* The output columns x whose input column x*sw - pw + j lies inside the
+ * input: [*x0, *x1).  Hoisting the bounds out of the inner loops leaves
+ * them branch-free. */
+static void inside(int64_t ow, int64_t w, int s, int p, int j, int64_t *x0, int64_t *x1)
+{
+	*x0 = 0;
+	while (*x0 < ow && *x0 * s - p + j < 0)
+		(*x0)++;
+	*x1 = *x0;
+	while (*x1 < ow && *x1 * s - p + j < w)
+		(*x1)++;
+}
+
 /* col[(ci, i, j)][(y, x)] = x[ci][y*sh - ph + i][x*sw - pw + j], 0 outside */
 static void im2col(const struct conv *d, const float *x, int64_t cg, float *col)
 {
@@ -51,18 +64,26 @@ static void im2col(const struct conv *d, const float *x, int64_t cg, float *col)
 		for (int i = 0; i < d->kh; i++)
 			for (int j = 0; j < d->kw; j++) {
 				float *row = col + ((ci * d->kh + i) * d->kw + j) * hw;
+				int64_t x0, x1;
 
+				inside(d->ow, d->w, d->sw, d->pw, j, &x0, &x1);
 				for (int64_t y = 0; y < d->oh; y++) {
 					int64_t iy = y * d->sh - d->ph + i;
+					float *r = row + y * d->ow;
+					const float *src;
+					int64_t off = j - d->pw;
 
-					for (int64_t xo = 0; xo < d->ow; xo++) {
-						int64_t ix = xo * d->sw - d->pw + j;
-
-						row[y * d->ow + xo] =
-							iy < 0 || iy >= d->h || ix < 0 || ix >= d->w
-								? 0.0f
-								: x[(ci * d->h + iy) * d->w + ix];
+					if (iy < 0 || iy >= d->h) {
+						memset(r, 0, (size_t)d->ow * sizeof *r);
+						continue;
 					}
+					src = x + (ci * d->h + iy) * d->w;
+					for (int64_t xo = 0; xo < x0; xo++)
+						r[xo] = 0.0f;
+					for (int64_t xo = x0; xo < x1; xo++)
+						r[xo] = src[xo * d->sw + off];
+					for (int64_t xo = x1; xo < d->ow; xo++)
+						r[xo] = 0.0f;
 				}
 			}
 }
@@ -76,19 +97,20 @@ static void col2im(const struct conv *d, const float *col, int64_t cg, float *dx
 		for (int i = 0; i < d->kh; i++)
 			for (int j = 0; j < d->kw; j++) {
 				const float *row = col + ((ci * d->kh + i) * d->kw + j) * hw;
+				int64_t x0, x1;
 
+				inside(d->ow, d->w, d->sw, d->pw, j, &x0, &x1);
 				for (int64_t y = 0; y < d->oh; y++) {
 					int64_t iy = y * d->sh - d->ph + i;
+					const float *r = row + y * d->ow;
+					float *dst;
+					int64_t off = j - d->pw;
 
 					if (iy < 0 || iy >= d->h)
 						continue;
-					for (int64_t xo = 0; xo < d->ow; xo++) {
-						int64_t ix = xo * d->sw - d->pw + j;
-
-						if (ix >= 0 && ix < d->w)
-							dx[(ci * d->h + iy) * d->w + ix] +=
-								row[y * d->ow + xo];
-					}
+					dst = dx + (ci * d->h + iy) * d->w;
+					for (int64_t xo = x0; xo < x1; xo++)
+						dst[xo * d->sw + off] += r[xo];
 				}
 			}
 }
