@@ -76,6 +76,8 @@ struct backend {
 	void (*sgd)(float *w, float *v, const float *g, int64_t n, float lr, float mu);
 	void *(*alloc)(size_t bytes);   /* zeroed */
 	void (*release)(void *p);
+	/* readies the backend in this process (called by every rank) */
+	int (*init)(void);
 	/* a short description of what the backend runs on, for messages */
 	const char *(*describe)(void);
 };

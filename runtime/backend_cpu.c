@@ -40,14 +40,14 @@ static void *cpu_alloc(size_t bytes)
 	return calloc(bytes ? bytes : 1, 1);
 }
 
+static int cpu_init(void)
+{
+	openblas_set_num_threads(1);
+	return 0;
+}
+
 static const char *cpu_describe(void)
 {
-	static int once;
-
-	if (!once) {
-		openblas_set_num_threads(1);
-		once = 1;
-	}
 	return "cpu (OpenBLAS, one thread per rank)";
 }
 
@@ -80,6 +80,7 @@ const struct backend backend_cpu = {
 	.sgd = cpu_sgd,
 	.alloc = cpu_alloc,
 	.release = free,
+	.init = cpu_init,
 	.describe = cpu_describe,
 };
 

@@ -297,7 +297,9 @@ int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
 		return ap_err(AP_EINPUT, NULL, 0, "the plan needs %d ranks, the job has %d",
 			      exec_ranks(p), t->size);
 	}
-	st = exec_layout(e);
+	st = be->init();
+	if (!st)
+		st = exec_layout(e);
 	if (st) {
 		exec_free(e);
 		return st;
