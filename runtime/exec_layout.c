@@ -19,6 +19,7 @@
 #include "err.h"
 #include "grow.h"
 #include "params.h"
+#include "profiler.h"
 
 #define BIT(d) (1u << (d))
 
@@ -69,6 +70,16 @@ static unsigned runnable_dims(const struct graph *g, const struct op *op)
 		(void)g;
 		return BIT(DIM_N);
 	}
+}
+
+int exec_can_split(const struct graph *g, int i, const int degree[NDIMS])
+{
+	unsigned ok = runnable_dims(g, &g->ops[i]);
+
+	for (int d = 0; d < NDIMS; d++)
+		if (degree[d] > 1 && !(ok & BIT(d)))
+			return 0;
+	return 1;
 }
 
 int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
