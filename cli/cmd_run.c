@@ -348,10 +348,10 @@ static int run(int argc, char **argv)
 	if (st)
 		goto out;
 	if (t.rank == 0)
-		printf("%s: %s (batch %lld) on %d rank%s, %s, %s, %d micro-batch%s; backend %s\n",
+		printf("%s: %s (batch %lld) on %d rank%s, %s, %s, %d micro-batch%s; backend %s (%s)\n",
 		       in.path, in.g.name, (long long)in.g.batch, r.ranks, r.ranks == 1 ? "" : "s",
 		       in.pl.planner, sched_name(in.pl.sched), in.pl.microbatches,
-		       in.pl.microbatches == 1 ? "" : "es", be->describe());
+		       in.pl.microbatches == 1 ? "" : "es", be->name, be->describe());
 	r.pred_ms = predict_ms(&in);
 	r.check = NAN;
 	st = train(&in, &t, be, &o, do_check, &fault, &r);

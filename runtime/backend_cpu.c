@@ -7,6 +7,7 @@
 #include "cpu_kern.h"
 
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +49,10 @@ static int cpu_init(void)
 
 static const char *cpu_describe(void)
 {
-	return "cpu (OpenBLAS, one thread per rank)";
+	static char d[160];
+
+	snprintf(d, sizeof d, "%s, one thread per rank", openblas_get_config());
+	return d;
 }
 
 const struct backend backend_cpu = {

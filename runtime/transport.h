@@ -44,6 +44,8 @@ struct transport {
 
 /* transport_mpi.c: MPI_Init (once), rank and size of MPI_COMM_WORLD. */
 int transport_mpi_init(struct transport *t, int *argc, char ***argv);
+/* The MPI library's version line. */
+const char *transport_mpi_version(void);
 /* Whether this process runs inside an MPI job (started by mpirun). */
 int transport_mpi_in_job(void);
 /* transport_self.c: one rank. */

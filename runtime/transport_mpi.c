@@ -182,6 +182,17 @@ static const struct transport_ops mpi_ops = {
 	.release = mpi_release,
 };
 
+const char *transport_mpi_version(void)
+{
+	static char v[MPI_MAX_LIBRARY_VERSION_STRING];
+	int len = 0;
+
+	if (MPI_Get_library_version(v, &len) != MPI_SUCCESS)
+		return "unknown";
+	v[strcspn(v, ",\n")] = '\0';
+	return v;
+}
+
 int transport_mpi_in_job(void)
 {
 	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
