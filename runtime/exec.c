@@ -55,9 +55,15 @@ static int gather(struct exec *e, struct rshard *s, int kk, int j, const float *
 		const struct shape *sh = &e->g->ops[x->op].out;
 
 		if (x->xfer >= 0) {
-			if (t->ops->recv(t, e->rbuf, region_elems(&x->o), x->rank, 2 * x->xfer))
+			struct xfer *xf = &e->xf[x->xfer];
+
+			/* the first of the sharers receives it */
+			if (xf->nfwd++ == 0 &&
+			    t->ops->recv(t, xf->rbuf, region_elems(&x->o), x->rank, 2 * x->xfer))
 				return AP_EFAIL;
-			region_copy(sh, &x->o, buf, &s->inreg[kk], e->rbuf, &x->o, 0);
+			if (xf->nfwd == xf->nshare)
+				xf->nfwd = 0;
+			region_copy(sh, &x->o, buf, &s->inreg[kk], xf->rbuf, &x->o, 0);
 		} else {
 			const struct rshard *p = producer(e, x);
 
@@ -120,9 +126,14 @@ static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 		const struct src *x = &s->src[kk][q];
 
 		if (x->xfer >= 0) {
-			float *sb = e->xf[x->xfer].sbuf[e->m + j];
+			struct xfer *xf = &e->xf[x->xfer];
+			float *sb = xf->sbuf[e->m + j];
 
-			region_copy(sh, &x->o, sb, &x->o, s->din[kk], &s->inreg[kk], 0);
+			/* the sharers' gradients add up; the last one sends */
+			region_copy(sh, &x->o, sb, &x->o, s->din[kk], &s->inreg[kk], xf->nbwd > 0);
+			if (++xf->nbwd < xf->nshare)
+				continue;
+			xf->nbwd = 0;
 			if (t->ops->isend(t, sb, region_elems(&x->o), x->rank, 2 * x->xfer + 1))
 				return AP_EFAIL;
 		} else {

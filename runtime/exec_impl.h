@@ -4,7 +4,11 @@
  *
  * Every rank builds the same list of transfers (all pieces of all inputs
  * that cross ranks, in one deterministic order), so a transfer's index is
- * its message tag on both sides: 2x forward, 2x + 1 its gradient.
+ * its message tag on both sides: 2x forward, 2x + 1 its gradient.  As in
+ * the simulator, consumers of one stage on one rank that need the same
+ * piece of the same producer shard share one transfer: it is received
+ * once, and their gradients are summed and sent back once, by the last of
+ * them to run its backward.
  */
 #ifndef AUTOPAR_EXEC_IMPL_H
 #define AUTOPAR_EXEC_IMPL_H
@@ -21,10 +25,13 @@ struct src {
 };
 
 struct xfer {
-	int prod_op, prod_rank, cons_op, cons_rank;
+	int prod_op, prod_k, prod_rank, cons_op, cons_rank, cons_stage;
 	int no_grad;     /* the producer is an input: no gradient goes back */
 	struct region o;
-	float **sbuf;    /* sender's staging: [2m], forward then backward */
+	int nshare;      /* consumers sharing it */
+	int nfwd, nbwd;  /* sharers done in the current item */
+	float **sbuf;    /* staging: [2m], forward then backward */
+	float *rbuf;     /* the receiver's copy of the piece */
 };
 
 /* This rank's shard of an op. */
@@ -64,7 +71,7 @@ struct exec {
 	int nsh;
 	struct xfer *xf;
 	int nxf, cap_xf;
-	float *rbuf;                  /* receive staging, the largest piece */
+	float *rbuf;                  /* receive staging of gradients */
 	int64_t rbuf_n;
 	struct sched_item *items;
 	int nitems;

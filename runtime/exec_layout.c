@@ -196,6 +196,46 @@ static int add_send(struct rshard *s, int x)
 	return AP_OK;
 }
 
+/* The transfer of piece o of producer shard (pi, kp) to consumers of
+ * stage `stage` on rank `rank` that an earlier consumer asked for: it is
+ * shared (exec_impl.h); -1 when there is none. */
+static int find_xfer(struct exec *e, int pi, int kp, int rank, int stage,
+		     const struct region *o)
+{
+	for (int x = e->nxf - 1; x >= 0; x--) {
+		struct xfer *t = &e->xf[x];
+
+		if (t->prod_op == pi && t->prod_k == kp && t->cons_rank == rank &&
+		    t->cons_stage == stage && region_equal(&t->o, o)) {
+			t->nshare++;
+			return x;
+		}
+	}
+	return -1;
+}
+
+static int new_xfer(struct exec *e, int pi, int kp, int c, int crank, const struct src *x)
+{
+	struct xfer *t;
+
+	if (grow(&e->xf, e->nxf, &e->cap_xf, sizeof *e->xf, 16))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory"), -1;
+	t = &e->xf[e->nxf];
+	memset(t, 0, sizeof *t);
+	t->prod_op = pi;
+	t->prod_k = kp;
+	t->prod_rank = x->rank;
+	t->cons_op = c;
+	t->cons_rank = crank;
+	t->cons_stage = e->p->ops[c].stage;
+	t->no_grad = e->g->ops[pi].kind == OP_INPUT;
+	t->o = x->o;
+	t->nshare = 1;
+	if (x->rank == e->t->rank && add_send(&e->sh[e->mine[pi]], e->nxf))
+		return -1;
+	return e->nxf++;
+}
+
 /* Every piece of input kk of every shard of op c: local sources and
  * transfers, recorded where this rank takes part. */
 static int connect(struct exec *e, int c, int kk)
@@ -217,20 +257,8 @@ static int connect(struct exec *e, int c, int kk)
 			if (!region_meet(&own, &need, &x.o))
 				continue;
 			if (x.rank != crank) {
-				struct xfer *t;
-
-				if (grow(&e->xf, e->nxf, &e->cap_xf, sizeof *e->xf, 16))
-					return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-				t = &e->xf[e->nxf];
-				memset(t, 0, sizeof *t);
-				t->prod_op = pi;
-				t->prod_rank = x.rank;
-				t->cons_op = c;
-				t->cons_rank = crank;
-				t->no_grad = e->g->ops[pi].kind == OP_INPUT;
-				t->o = x.o;
-				x.xfer = e->nxf++;
-				if (x.rank == me && add_send(&e->sh[e->mine[pi]], x.xfer))
+				x.xfer = find_xfer(e, pi, kp, crank, pc->stage, &x.o);
+				if (x.xfer < 0 && (x.xfer = new_xfer(e, pi, kp, c, crank, &x)) < 0)
 					return AP_EFAIL;
 			}
 			if (crank == me) {
@@ -487,6 +515,8 @@ static int xfer_setup(struct exec *e)
 			e->rbuf_n = n;
 		if (t->prod_rank != me && t->cons_rank != me)
 			continue;
+		if (t->cons_rank == me && !(t->rbuf = falloc(e, n)))
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		if (!NEW(e, t->sbuf, 2 * e->m))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		for (int j = 0; j < 2 * e->m; j++)
@@ -583,8 +613,10 @@ void exec_layout_release(struct exec *e)
 		e->be->release(s->mom);
 		free(s->sends);
 	}
-	for (int x = 0; x < e->nxf; x++)
+	for (int x = 0; x < e->nxf; x++) {
 		free_list(e, e->xf[x].sbuf, e->xf[x].sbuf ? 2 * e->m : 0);
+		e->be->release(e->xf[x].rbuf);
+	}
 	free(e->xf);
 	e->be->release(e->sh);
 	e->be->release(e->mine);
