@@ -226,6 +226,9 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 			s = &e->sh[e->mine[i]];
 			if (x->bwd ? backward(e, s, x->mb) : forward(e, s, x->mb))
 				return AP_EFAIL;
+			/* all-reduces started overlap the tasks after them */
+			if (t->ops->progress(t))
+				return AP_EFAIL;
 		}
 	}
 	if (t->ops->wait(t))

@@ -27,6 +27,9 @@ struct transport_ops {
 	int (*iallreduce)(struct transport *t, int gid, float *buf, int64_t n);
 	/* completes every send and all-reduce started */
 	int (*wait)(struct transport *t);
+	/* lets started sends and all-reduces advance without waiting for
+	 * them (MPI moves data only inside its calls) */
+	int (*progress)(struct transport *t);
 	/* sums / maxima of v[0..n) over all ranks, in place */
 	int (*sum)(struct transport *t, double *v, int n);
 	int (*max)(struct transport *t, double *v, int n);

@@ -124,6 +124,16 @@ static int mpi_wait(struct transport *t)
 	return 0;
 }
 
+static int mpi_progress(struct transport *t)
+{
+	struct mpi_state *s = t->state;
+	int done = 0;
+
+	if (s->nreq)
+		MPI_CHECK(MPI_Testall(s->nreq, s->req, &done, MPI_STATUSES_IGNORE));
+	return 0;
+}
+
 static int mpi_sum(struct transport *t, double *v, int n)
 {
 	(void)t;
@@ -175,6 +185,7 @@ static const struct transport_ops mpi_ops = {
 	.group = mpi_group,
 	.iallreduce = mpi_iallreduce,
 	.wait = mpi_wait,
+	.progress = mpi_progress,
 	.sum = mpi_sum,
 	.max = mpi_max,
 	.barrier = mpi_barrier,
