@@ -337,6 +337,7 @@ static int run(int argc, char **argv)
 	r.ranks = exec_ranks(&in.pl);
 	o.seed = seed;
 	o.pool = (int)pool;
+	o.steps = r.warmup + r.steps;
 	if (!transport_mpi_in_job() && r.ranks > 1) {
 		st = launch_mpirun(r.ranks, argc, argv);
 		goto out;

@@ -22,8 +22,8 @@
  * after all it depends on: the order is a topological one, which is what
  * lets the scheduler compute every start time in one pass.
  */
-static int64_t item_key(enum sched_kind k, int64_t K, int64_t m, int64_t d,
-			int64_t j, int bwd)
+int64_t sched_key(enum sched_kind k, int64_t K, int64_t m, int64_t d, int64_t j,
+		  int bwd)
 {
 	if (k == SCHED_GPIPE)
 		return bwd ? m + K + j + K - 1 - d : j + d;
@@ -61,7 +61,12 @@ void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
 				it->stage = st;
 				it->mb = j;
 				it->bwd = bwd;
-				it->key = item_key(k, K, m, depth[st], j, bwd);
+				it->key = sched_key(k, K, m, depth[st], j, bwd);
 			}
+	sched_sort(items, n);
+}
+
+void sched_sort(struct sched_item *items, int n)
+{
 	qsort(items, (size_t)n, sizeof *items, cmp_item);
 }

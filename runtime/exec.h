@@ -30,6 +30,8 @@
 
 struct exec_opts {
 	uint64_t seed;   /* data, labels and initial weights */
+	int64_t steps;   /* steps the run will take: where asynchronous 1F1B's
+			  * stream of micro-batches ends */
 	int pool;        /* distinct batches the steps cycle through */
 	float lr, momentum;
 };

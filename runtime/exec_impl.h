@@ -30,7 +30,8 @@ struct xfer {
 	struct region o;
 	int nshare;      /* consumers sharing it */
 	int nfwd, nbwd;  /* sharers done in the current item */
-	float **sbuf;    /* staging: [2m], forward then backward */
+	float **sbuf;    /* staging: [2 nbuf], forward then backward */
+	int *sreq;       /* the send of each staging buffer in flight, -1 none */
 	float *rbuf;     /* the receiver's copy of the piece */
 };
 
@@ -47,10 +48,10 @@ struct rshard {
 	int alias[KERN_MAX_IN];       /* input k is a local producer's output */
 	int64_t nparams;
 	float *w, *dw, *mom;
-	float **stash;                /* [m]: weights micro-batch j runs with */
+	float **stash;                /* [nbuf]: the weights a micro-batch runs with */
 	int gid;                      /* replica group, -1 alone */
-	float **out, **dout, **ws;    /* [m] */
-	float **in;                   /* [m * nin] gathered inputs */
+	float **out, **dout, **ws;    /* [nbuf], by micro-batch slot */
+	float **in;                   /* [nbuf * nin] gathered inputs */
 	float *din[KERN_MAX_IN];      /* one micro-batch's input gradients */
 	float **cache;                /* inputs and labels: [pool * m] */
 	int *sends, nsends;           /* transfers of this shard's output */
@@ -64,7 +65,14 @@ struct exec {
 	struct exec_opts o;
 	int m;
 	int64_t mb_n;
-	int64_t step;                 /* the step being run */
+	int async;                    /* PipeDream's asynchronous 1F1B */
+	int nbuf;                     /* micro-batch slots: m, or for async
+				       * enough for those in flight */
+	int K;                        /* stage depths */
+	int *depth;                   /* per stage index */
+	int64_t step;                 /* the data of the task being run: */
+	int mbj;                      /* step and micro-batch */
+	double loss_acc;              /* loss forwards of the current step */
 	double loss_scale;            /* 1 / loss positions in the batch */
 	int *mine;                    /* per op: index in sh, or -1 */
 	struct rshard *sh;
@@ -73,8 +81,10 @@ struct exec {
 	int nxf, cap_xf;
 	float *rbuf;                  /* receive staging of gradients */
 	int64_t rbuf_n;
-	struct sched_item *items;
+	struct sched_item *items;     /* synchronous: one step's order */
 	int nitems;
+	struct sched_item *slice;     /* async: the current step's slice */
+	int cap_slice;
 	int *stage_ops_ofs, *stage_ops; /* ops of each stage index, graph order */
 	struct data data;
 };

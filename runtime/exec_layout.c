@@ -286,7 +286,7 @@ static int shard_setup(struct exec *e, struct rshard *s)
 	const struct graph *g = e->g;
 	const struct op *op = &g->ops[s->op];
 	struct kern *kn = &s->kern;
-	int m = e->m, nin = op->nin;
+	int m = e->nbuf, nin = op->nin;
 
 	kn->op = op;
 	kn->op_index = s->op;
@@ -351,8 +351,8 @@ static int params_setup(struct exec *e, struct rshard *s)
 	params_init(e->g, s->op, e->o.seed, full);
 	params_slice(e->g, s->op, s->reg.lo[DIM_C], cn, full, s->w, 0);
 	e->be->release(full);
-	for (int j = 0; j < e->m; j++) {
-		if (e->p->sched != SCHED_1F1B_ASYNC)
+	for (int j = 0; j < e->nbuf; j++) {
+		if (!e->async)
 			s->stash[j] = s->w;
 		else if (!(s->stash[j] = falloc(e, s->nparams)))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
@@ -466,9 +466,9 @@ static int order_setup(struct exec *e)
 	int n = p->nstages, *depth = calloc((size_t)n, sizeof *depth);
 	int *pos = malloc((size_t)n * sizeof *pos), np = 0;
 
+	e->depth = depth;
 	if (!depth || !pos || !NEW(e, e->items, 2 * n * e->m) ||
 	    !NEW(e, e->stage_ops_ofs, n + 1) || !NEW(e, e->stage_ops, e->g->nops)) {
-		free(depth);
 		free(pos);
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
@@ -484,6 +484,16 @@ static int order_setup(struct exec *e)
 			}
 	sched_order(p->sched, n, depth, e->m, e->items);
 	e->nitems = 2 * n * e->m;
+	e->K = 1;
+	for (int k = 0; k < n; k++)
+		e->K = depth[k] + 1 > e->K ? depth[k] + 1 : e->K;
+	/* async: a stage has at most K micro-batches in flight (1F1B's
+	 * warm-up plus one), and a step's slice touches m + 2K of them */
+	e->cap_slice = 2 * n * (e->m + 2 * e->K + 8);
+	if (e->async && !NEW(e, e->slice, e->cap_slice)) {
+		free(pos);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
 	for (int k = 0; k < n; k++) {
 		e->stage_ops_ofs[k] = np;
 		for (int i = 0; i < e->g->nops; i++)
@@ -491,7 +501,6 @@ static int order_setup(struct exec *e)
 				e->stage_ops[np++] = i;
 	}
 	e->stage_ops_ofs[n] = np;
-	free(depth);
 	free(pos);
 	return AP_OK;
 }
@@ -517,11 +526,13 @@ static int xfer_setup(struct exec *e)
 			continue;
 		if (t->cons_rank == me && !(t->rbuf = falloc(e, n)))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		if (!NEW(e, t->sbuf, 2 * e->m))
+		if (!NEW(e, t->sbuf, 2 * e->nbuf) || !NEW(e, t->sreq, 2 * e->nbuf))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		for (int j = 0; j < 2 * e->m; j++)
+		for (int j = 0; j < 2 * e->nbuf; j++) {
+			t->sreq[j] = -1;
 			if (!(t->sbuf[j] = falloc(e, n)))
 				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		}
 	}
 	if (!(e->rbuf = falloc(e, e->rbuf_n)))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
@@ -536,6 +547,11 @@ int exec_layout(struct exec *e)
 
 	e->m = p->microbatches;
 	e->mb_n = g->batch / e->m;
+	e->async = p->sched == SCHED_1F1B_ASYNC;
+	st = order_setup(e);
+	if (st)
+		return st;
+	e->nbuf = e->async && e->K > e->m ? e->K : e->m;
 	if (!NEW(e, e->mine, g->nops))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int i = 0; i < g->nops; i++) {
@@ -574,8 +590,6 @@ int exec_layout(struct exec *e)
 	if (!st)
 		st = groups_setup(e);
 	if (!st)
-		st = order_setup(e);
-	if (!st)
 		st = xfer_setup(e);
 	return st;
 }
@@ -595,13 +609,13 @@ void exec_layout_release(struct exec *e)
 		struct rshard *s = &e->sh[q];
 		int nin = e->g->ops[s->op].nin;
 
-		free_list(e, s->out, e->m);
-		free_list(e, s->dout, e->m);
-		free_list(e, s->ws, e->m);
-		free_list(e, s->in, e->m * nin);
+		free_list(e, s->out, e->nbuf);
+		free_list(e, s->dout, e->nbuf);
+		free_list(e, s->ws, e->nbuf);
+		free_list(e, s->in, e->nbuf * nin);
 		free_list(e, s->cache, s->cache ? e->o.pool * e->m : 0);
-		if (s->stash && e->p->sched == SCHED_1F1B_ASYNC && s->w)
-			free_list(e, s->stash, e->m);
+		if (s->stash && e->async && s->w)
+			free_list(e, s->stash, e->nbuf);
 		else
 			e->be->release(s->stash);
 		for (int kk = 0; kk < KERN_MAX_IN; kk++) {
@@ -614,7 +628,8 @@ void exec_layout_release(struct exec *e)
 		free(s->sends);
 	}
 	for (int x = 0; x < e->nxf; x++) {
-		free_list(e, e->xf[x].sbuf, e->xf[x].sbuf ? 2 * e->m : 0);
+		free_list(e, e->xf[x].sbuf, e->xf[x].sbuf ? 2 * e->nbuf : 0);
+		e->be->release(e->xf[x].sreq);
 		e->be->release(e->xf[x].rbuf);
 	}
 	free(e->xf);
@@ -622,6 +637,8 @@ void exec_layout_release(struct exec *e)
 	e->be->release(e->mine);
 	e->be->release(e->rbuf);
 	e->be->release(e->items);
+	e->be->release(e->slice);
+	free(e->depth);
 	e->be->release(e->stage_ops_ofs);
 	e->be->release(e->stage_ops);
 	data_release(&e->data);

@@ -6,7 +6,8 @@
  * sub-communicators), transport_self.c a single process that has nobody to
  * talk to.  A NCCL transport fills the same table.
  *
- * Sends are non-blocking: the buffer must stay untouched until wait().
+ * Sends are non-blocking: the buffer must stay untouched until wait(), or
+ * wait_one() of the id the send returned (ids are valid until wait()).
  * Every rank creates the same groups in the same order; a rank outside a
  * group gets the id -1.
  */
@@ -19,12 +20,15 @@ struct transport;
 
 struct transport_ops {
 	const char *name;
-	int (*isend)(struct transport *t, const float *buf, int64_t n, int dst, int tag);
+	int (*isend)(struct transport *t, const float *buf, int64_t n, int dst, int tag,
+		     int *id);
 	int (*recv)(struct transport *t, float *buf, int64_t n, int src, int tag);
 	/* collective over all ranks: a group of ranks[0..n) */
 	int (*group)(struct transport *t, const int *ranks, int n, int *gid);
 	/* starts summing buf over group gid in place */
-	int (*iallreduce)(struct transport *t, int gid, float *buf, int64_t n);
+	int (*iallreduce)(struct transport *t, int gid, float *buf, int64_t n, int *id);
+	/* completes the send or all-reduce `id` */
+	int (*wait_one)(struct transport *t, int id);
 	/* completes every send and all-reduce started */
 	int (*wait)(struct transport *t);
 	/* lets started sends and all-reduces advance without waiting for
