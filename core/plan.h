@@ -69,6 +69,24 @@ struct plan {
 };
 
 const char *sched_name(enum sched_kind k);
+/* A unit of a schedule: one stage's forward or backward of one
+ * micro-batch.  The stage is an index into plan->stages. */
+struct sched_item {
+	int64_t key;
+	int stage, mb, bwd;
+};
+
+/* The 2 x nstages x m items of a schedule in the order every device runs
+ * its work (core/sched.c); depth[s] is stage index s's longest path from
+ * a source stage along `next`. */
+void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
+		 struct sched_item *items);
+/* The key of one item (K depths, m micro-batches: only GPipe's backward
+ * depends on m, so 1F1B keys hold for a stream of any length), and the
+ * order of a list of items. */
+int64_t sched_key(enum sched_kind k, int64_t K, int64_t m, int64_t d, int64_t j,
+		  int bwd);
+void sched_sort(struct sched_item *items, int n);
 int sched_parse(const char *s, enum sched_kind *out);
 
 void plan_init(struct plan *p);

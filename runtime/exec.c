@@ -1,0 +1,424 @@
+/*
+ * Running one rank's part of a plan (exec.h): the tasks of every schedule
+ * item in order, the transfers between them, gradient all-reduces and the
+ * optimizer.
+ *
+ * Why this cannot deadlock: every rank walks the same global order of
+ * tasks (items in schedule order, ops in graph order forward and reverse
+ * backward) and runs the subsequence that is its own.  Sends never block;
+ * a receive waits for a task earlier in the global order, and so does an
+ * all-reduce, which the members of a group reach in the same order.  The
+ * earliest unfinished task therefore always has what it waits for.
+ */
+#include "exec_impl.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "params.h"
+
+static int kernel_failed(const struct exec *e, const struct rshard *s, const char *dir)
+{
+	const struct op *op = &e->g->ops[s->op];
+
+	return ap_err(AP_EFAIL, e->g->path, op->line, "%s of '%s' (%s) failed on rank %d",
+		      dir, op->name, op_kind_name(op->kind), e->t->rank);
+}
+
+/* Tasks run on micro-batch slots (j below): buffers are indexed by the
+ * slot, the data by e->step and e->mbj, which the caller sets.  The data
+ * of the current task: index into the caches of inputs and labels. */
+static int data_index(const struct exec *e)
+{
+	return (int)(e->step % e->o.pool) * e->m + e->mbj;
+}
+
+/* The output of shard s in slot j: an input's comes from the data made
+ * at setup. */
+static float *out_of(const struct exec *e, const struct rshard *s, int j)
+{
+	if (s->cache && e->g->ops[s->op].kind == OP_INPUT)
+		return s->cache[data_index(e)];
+	return s->out[j];
+}
+
+static const struct rshard *producer(const struct exec *e, const struct src *x)
+{
+	return &e->sh[e->mine[x->op]];
+}
+
+/* Input kk of s for slot j, gathered from its pieces. */
+static int gather(struct exec *e, struct rshard *s, int kk, int j, const float **in)
+{
+	struct transport *t = e->t;
+	float *buf = s->in[j * s->kern.nin + kk];
+
+	if (s->alias[kk]) {
+		*in = out_of(e, producer(e, &s->src[kk][0]), j);
+		return AP_OK;
+	}
+	for (int q = 0; q < s->nsrc[kk]; q++) {
+		const struct src *x = &s->src[kk][q];
+		const struct shape *sh = &e->g->ops[x->op].out;
+
+		if (x->xfer >= 0) {
+			struct xfer *xf = &e->xf[x->xfer];
+
+			/* the first of the sharers receives it */
+			if (xf->nfwd++ == 0 &&
+			    t->ops->recv(t, xf->rbuf, region_elems(&x->o), x->rank, 2 * x->xfer))
+				return AP_EFAIL;
+			if (xf->nfwd == xf->nshare)
+				xf->nfwd = 0;
+			region_copy(sh, &x->o, buf, &s->inreg[kk], xf->rbuf, &x->o, 0);
+		} else {
+			const struct rshard *p = producer(e, x);
+
+			region_copy(sh, &x->o, buf, &s->inreg[kk], out_of(e, p, j), &p->reg, 0);
+		}
+	}
+	*in = buf;
+	return AP_OK;
+}
+
+static void fill_kbufs(const struct exec *e, const struct rshard *s, int j, struct kbufs *b)
+{
+	memset(b, 0, sizeof *b);
+	b->w = s->stash ? s->stash[j] : NULL;
+	b->dw = s->dw;
+	b->out = s->out[j];
+	b->dout = s->dout[j];
+	b->ws = s->ws[j];
+	b->salt = e->o.seed ^ ((uint64_t)e->step << 20);
+	b->n0 = (int64_t)e->mbj * e->mb_n;
+	if (s->cache && e->g->ops[s->op].kind == OP_LOSS)
+		b->labels = s->cache[data_index(e)];
+}
+
+/* Staging buffer k of transfer x, once the send that used it last is
+ * done (asynchronous 1F1B reuses slots while earlier sends may be in
+ * flight; the synchronous schedules wait for every send each step). */
+static float *staging(struct exec *e, struct xfer *x, int k)
+{
+	if (x->sreq[k] >= 0 && e->t->ops->wait_one(e->t, x->sreq[k]))
+		return NULL;
+	x->sreq[k] = -1;
+	return x->sbuf[k];
+}
+
+static int send_staged(struct exec *e, struct xfer *x, int k, int dst, int tag)
+{
+	return e->t->ops->isend(e->t, x->sbuf[k], region_elems(&x->o), dst, tag,
+				e->async ? &x->sreq[k] : NULL);
+}
+
+static int forward(struct exec *e, struct rshard *s, int j)
+{
+	const struct op *op = &e->g->ops[s->op];
+	struct kbufs b;
+	float *out;
+	int64_t n = shape_elems(&s->kern.out);
+
+	if (op->kind != OP_INPUT) {
+		/* the gradient of this output starts from zero; the loss
+		 * seeds the backward with d(mean)/d(position) */
+		float seed = op->kind == OP_LOSS ? (float)(1.0 / (double)shape_elems(&op->out))
+						 : 0.0f;
+
+		for (int64_t i = 0; i < n; i++)
+			s->dout[j][i] = seed;
+		fill_kbufs(e, s, j, &b);
+		if (e->async && s->nparams)
+			memcpy(s->stash[j], s->w, (size_t)s->nparams * sizeof(float));
+		for (int kk = 0; kk < s->kern.nin; kk++)
+			if (gather(e, s, kk, j, &b.in[kk]))
+				return AP_EFAIL;
+		if (s->ko->fwd(&s->kern, &b))
+			return kernel_failed(e, s, "forward");
+		if (op->kind == OP_LOSS)
+			for (int64_t i = 0; i < n; i++)
+				e->loss_acc += s->out[j][i] * (double)seed;
+	}
+	out = out_of(e, s, j);
+	for (int q = 0; q < s->nsends; q++) {
+		struct xfer *x = &e->xf[s->sends[q]];
+		float *sb = staging(e, x, j);
+
+		if (!sb)
+			return AP_EFAIL;
+		region_copy(&op->out, &x->o, sb, &x->o, out, &s->reg, 0);
+		if (send_staged(e, x, j, x->cons_rank, 2 * s->sends[q]))
+			return AP_EFAIL;
+	}
+	return AP_OK;
+}
+
+/* Sends or adds the gradient of input kk to where its pieces came from. */
+static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
+{
+	const struct shape *sh = &e->g->ops[e->g->ops[s->op].in[kk]].out;
+
+	for (int q = 0; q < s->nsrc[kk]; q++) {
+		const struct src *x = &s->src[kk][q];
+
+		if (x->xfer >= 0) {
+			struct xfer *xf = &e->xf[x->xfer];
+			float *sb = xf->nbwd ? xf->sbuf[e->nbuf + j] : staging(e, xf, e->nbuf + j);
+
+			if (!sb)
+				return AP_EFAIL;
+			/* the sharers' gradients add up; the last one sends */
+			region_copy(sh, &x->o, sb, &x->o, s->din[kk], &s->inreg[kk], xf->nbwd > 0);
+			if (++xf->nbwd < xf->nshare)
+				continue;
+			xf->nbwd = 0;
+			if (send_staged(e, xf, e->nbuf + j, x->rank, 2 * x->xfer + 1))
+				return AP_EFAIL;
+		} else {
+			struct rshard *p = &e->sh[e->mine[x->op]];
+
+			region_copy(sh, &x->o, p->dout[j], &p->reg, s->din[kk], &s->inreg[kk], 1);
+		}
+	}
+	return AP_OK;
+}
+
+static int update(struct exec *e, struct rshard *s)
+{
+	e->be->sgd(s->w, s->mom, s->dw, s->nparams, e->o.lr, e->o.momentum);
+	memset(s->dw, 0, (size_t)s->nparams * sizeof(float));
+	return AP_OK;
+}
+
+static int backward(struct exec *e, struct rshard *s, int j)
+{
+	struct transport *t = e->t;
+	const struct op *op = &e->g->ops[s->op];
+	struct kbufs b;
+	int id;
+
+	if (op->kind == OP_INPUT)
+		return AP_OK;
+	/* the gradients of this output that other ranks computed */
+	for (int q = 0; q < s->nsends; q++) {
+		struct xfer *x = &e->xf[s->sends[q]];
+
+		if (t->ops->recv(t, e->rbuf, region_elems(&x->o), x->cons_rank,
+				 2 * s->sends[q] + 1))
+			return AP_EFAIL;
+		region_copy(&op->out, &x->o, s->dout[j], &s->reg, e->rbuf, &x->o, 1);
+	}
+	fill_kbufs(e, s, j, &b);
+	for (int kk = 0; kk < s->kern.nin; kk++) {
+		b.in[kk] = s->alias[kk] ? out_of(e, producer(e, &s->src[kk][0]), j)
+					: s->in[j * s->kern.nin + kk];
+		b.din[kk] = s->din[kk];
+	}
+	if (s->ko->bwd(&s->kern, &b))
+		return kernel_failed(e, s, "backward");
+	for (int kk = 0; kk < s->kern.nin; kk++)
+		if (s->din[kk] && scatter_grad(e, s, kk, j))
+			return AP_EFAIL;
+	if (!s->nparams)
+		return AP_OK;
+	/* PipeDream updates after every micro-batch, the synchronous
+	 * schedules once the last micro-batch's gradient is in */
+	if (e->async) {
+		if (s->gid >= 0 && (t->ops->iallreduce(t, s->gid, s->dw, s->nparams, &id) ||
+				    t->ops->wait_one(t, id)))
+			return AP_EFAIL;
+		return update(e, s);
+	}
+	if (e->mbj == e->m - 1 && s->gid >= 0)
+		return t->ops->iallreduce(t, s->gid, s->dw, s->nparams, NULL);
+	return AP_OK;
+}
+
+/* Runs the tasks of item x of this rank, on slot j. */
+static int run_item(struct exec *e, const struct sched_item *x, int j)
+{
+	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
+
+	for (int q = 0; q < z - a; q++) {
+		int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];
+		struct rshard *s;
+
+		if (e->mine[i] < 0)
+			continue;
+		s = &e->sh[e->mine[i]];
+		if (x->bwd ? backward(e, s, j) : forward(e, s, j))
+			return AP_EFAIL;
+		/* all-reduces and sends started advance under the tasks
+		 * after them */
+		if (e->t->ops->progress(e->t))
+			return AP_EFAIL;
+	}
+	return AP_OK;
+}
+
+/* Asynchronous 1F1B's slice of the stream for step `step`: the items
+ * whose keys fall in [2 step m, 2 (step + 1) m), where each stage runs m
+ * forwards and m backwards in steady state; the first step starts at the
+ * beginning, the last one drains the pipeline.  Items of micro-batches
+ * past the run's last step are left out. */
+static int async_slice(struct exec *e, int64_t step)
+{
+	int64_t m = e->m, last = e->o.steps * m, K = e->K;
+	int64_t lo = step == 0 ? INT64_MIN : 2 * step * m;
+	int64_t hi = step >= e->o.steps - 1 ? INT64_MAX : 2 * (step + 1) * m;
+	int64_t jlo = step * m - K - 2, jhi = step >= e->o.steps - 1 ? last
+					     : ((step + 1) * m > K ? (step + 1) * m : K) + 2;
+	int n = 0;
+
+	jlo = jlo < 0 ? 0 : jlo;
+	jhi = jhi > last ? last : jhi;
+	for (int st = 0; st < e->p->nstages; st++)
+		for (int64_t J = jlo; J < jhi; J++)
+			for (int bwd = 0; bwd < 2; bwd++) {
+				int64_t key = sched_key(SCHED_1F1B_ASYNC, K, last, e->depth[st], J, bwd);
+
+				if (key < lo || key >= hi)
+					continue;
+				if (n >= e->cap_slice)
+					return ap_err(AP_EFAIL, NULL, 0, "async slice of step %lld overflows",
+						      (long long)step);
+				e->slice[n++] = (struct sched_item){ key, st, (int)J, bwd };
+			}
+	sched_sort(e->slice, n);
+	return n;
+}
+
+int exec_step(struct exec *e, int64_t step, double *loss)
+{
+	struct transport *t = e->t;
+	double sum;
+
+	e->loss_acc = 0;
+	if (!e->async) {
+		e->step = step;
+		for (int it = 0; it < e->nitems; it++) {
+			e->mbj = e->items[it].mb;
+			if (run_item(e, &e->items[it], e->mbj))
+				return AP_EFAIL;
+		}
+		if (t->ops->wait(t))
+			return AP_EFAIL;
+		for (int q = 0; q < e->nsh; q++)
+			if (e->sh[q].nparams)
+				update(e, &e->sh[q]);
+	} else {
+		int n = async_slice(e, step);
+
+		if (n < 0)
+			return AP_EFAIL;
+		for (int it = 0; it < n; it++) {
+			const struct sched_item *x = &e->slice[it];
+
+			e->step = x->mb / e->m;
+			e->mbj = x->mb % e->m;
+			if (run_item(e, x, x->mb % e->nbuf))
+				return AP_EFAIL;
+		}
+		/* sends may be waiting for receives of the next step: only
+		 * the end of the stream waits for them all */
+		if (step >= e->o.steps - 1) {
+			if (t->ops->wait(t))
+				return AP_EFAIL;
+			for (int x = 0; x < e->nxf; x++)
+				for (int k = 0; e->xf[x].sreq && k < 2 * e->nbuf; k++)
+					e->xf[x].sreq[k] = -1;
+		}
+	}
+	sum = e->loss_acc;
+	if (t->ops->sum(t, &sum, 1))
+		return AP_EFAIL;
+	*loss = sum;
+	return AP_OK;
+}
+
+int exec_gather_params(struct exec *e, int i, float *full)
+{
+	struct transport *t = e->t;
+	const struct plan_op *po = &e->p->ops[i];
+	int tag = 2 * e->nxf + i, me = t->rank;
+
+	/* the owner of each c slice: its first shard */
+	for (int k = 0; k < po->ndev; k++) {
+		int coord[NDIMS], first = 1, owner = po->devices[k];
+		struct region r;
+		int64_t cn, n;
+
+		exec_shard_region(e->g, e->p, i, k, e->mb_n, &r, coord);
+		for (int d = 0; d < NDIMS; d++)
+			first &= d == DIM_C || coord[d] == 0;
+		if (!first)
+			continue;
+		cn = r.hi[DIM_C] - r.lo[DIM_C];
+		n = params_count(e->g, i, cn);
+		if (owner == me && me == 0) {
+			params_slice(e->g, i, r.lo[DIM_C], cn, full, e->sh[e->mine[i]].w, 1);
+		} else if (owner == me) {
+			if (t->ops->isend(t, e->sh[e->mine[i]].w, n, 0, tag, NULL) || t->ops->wait(t))
+				return AP_EFAIL;
+		} else if (me == 0) {
+			float *buf = malloc((size_t)n * sizeof *buf);
+
+			if (!buf)
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			if (t->ops->recv(t, buf, n, owner, tag)) {
+				free(buf);
+				return AP_EFAIL;
+			}
+			params_slice(e->g, i, r.lo[DIM_C], cn, full, buf, 1);
+			free(buf);
+		}
+	}
+	return AP_OK;
+}
+
+int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
+		const struct backend *be, struct transport *t, const struct exec_opts *o)
+{
+	struct exec *e = calloc(1, sizeof *e);
+	int st;
+
+	*out = NULL;
+	if (!e)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	e->g = g;
+	e->p = p;
+	e->be = be;
+	e->t = t;
+	e->o = *o;
+	if (e->o.pool < 1)
+		e->o.pool = 1;
+	if (p->sched == SCHED_1F1B_ASYNC && o->steps < 1) {
+		free(e);
+		return ap_err(AP_EFAIL, NULL, 0,
+			      "asynchronous 1F1B needs the number of steps of the run");
+	}
+	if (exec_ranks(p) > t->size) {
+		free(e);
+		return ap_err(AP_EINPUT, NULL, 0, "the plan needs %d ranks, the job has %d",
+			      exec_ranks(p), t->size);
+	}
+	st = be->init();
+	if (!st)
+		st = exec_layout(e);
+	if (st) {
+		exec_free(e);
+		return st;
+	}
+	*out = e;
+	return AP_OK;
+}
+
+void exec_free(struct exec *e)
+{
+	if (!e)
+		return;
+	exec_layout_release(e);
+	free(e);
+}
