@@ -209,6 +209,7 @@ void sim_release(struct sim *s)
 		free(w->pairs);
 		free(w->bpairs);
 		free(w->heads);
+		free(w->xhead);
 		free(w->scratch);
 		free(w->cut);
 		free(w->span);

@@ -55,7 +55,7 @@ struct sim_xfer {
 	int64_t bytes;
 	enum link_class cls;
 	int64_t lo[NDIMS], hi[NDIMS]; /* the region, for sharing */
-	int next_same;     /* next transfer of the same producer shard, -1 */
+	int next_same;     /* next of the same producer shard and dst, -1 */
 };
 
 /* What consumer index i of a dim needs of its input, [a, b), and the
@@ -181,6 +181,7 @@ struct sim_work {
 	ARRAY(int, pairs);
 	ARRAY(int, bpairs);
 	ARRAY(int, heads);
+	ARRAY(int, xhead);               /* [shard of a producer][device] */
 	ARRAY(int, scratch);
 	ARRAY(int64_t, cut);
 	ARRAY(struct sim_span, span);

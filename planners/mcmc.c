@@ -29,7 +29,12 @@
  * of the time is spent, after `proposals` proposals (0: no limit), or
  * when the best plan has not improved during the last half of its
  * proposals (counted, not timed, so a search that ends that way is the
- * same for the same seed however busy the machine is).
+ * same for the same seed however busy the machine is).  That last rule
+ * applies once the chain has made as many proposals as there are
+ * single-operator moves (every configuration of every operator on every
+ * block of devices), at most MCMC_MIN_PROPOSALS: a small space is
+ * explored, and left, in a few thousand proposals; a large one is given
+ * at least ten thousand before the search may call it converged.
  *
  * Statistics: proposals, proposals_per_s, acceptance, planner_est_ms (the
  * best simulated iteration ms), and the plan's search curve (best ms over
@@ -44,7 +49,8 @@
 #include "planner.h"
 #include "sim.h"
 
-/* A chain runs at least this many proposals before it may stop for want
+/* A chain runs at least this many proposals, or as many as there are
+ * single-operator moves when that is fewer, before it may stop for want
  * of improvement. */
 #define MCMC_MIN_PROPOSALS 10000
 
@@ -55,6 +61,7 @@ struct mcmc {
 	int ndev, full;
 	double beta, unit_s;     /* cost unit: 1% of the first start's time */
 	int64_t max_props;       /* per chain; 0 none */
+	int64_t min_props;       /* before a chain may stop unimproved */
 	uint64_t rng;
 	int *cfg_ofs, (*cfg)[NDIMS]; /* per op: its degree vectors */
 	int ncfg, cap_cfg;
@@ -124,6 +131,18 @@ static int enum_degrees(struct mcmc *mc, const struct op *op, int d, int left,
 	return AP_OK;
 }
 
+/* The device count of configuration k, and the blocks of devices
+ * random_config() may put it on. */
+static int cfg_devices(const struct mcmc *mc, int k, int *nblocks)
+{
+	int prod = 1;
+
+	for (int d = 0; d < NDIMS; d++)
+		prod *= mc->cfg[k][d];
+	*nblocks = mc->ndev % prod == 0 ? mc->ndev / prod : mc->ndev - prod + 1;
+	return prod;
+}
+
 static int build_space(struct mcmc *mc)
 {
 	const struct graph *g = mc->in->g;
@@ -137,6 +156,16 @@ static int build_space(struct mcmc *mc)
 		st = enum_degrees(mc, &g->ops[i], 0, mc->ndev, deg);
 	}
 	mc->cfg_ofs[g->nops] = mc->ncfg;
+	/* the single-operator moves */
+	mc->min_props = 0;
+	for (int k = 0; k < mc->ncfg && mc->min_props < MCMC_MIN_PROPOSALS; k++) {
+		int nblocks;
+
+		cfg_devices(mc, k, &nblocks);
+		mc->min_props += nblocks;
+	}
+	if (mc->min_props > MCMC_MIN_PROPOSALS)
+		mc->min_props = MCMC_MIN_PROPOSALS;
 	return st;
 }
 
@@ -145,12 +174,9 @@ static int build_space(struct mcmc *mc)
 static int random_config(struct mcmc *mc, struct plan *p, int i)
 {
 	int a = mc->cfg_ofs[i], n = mc->cfg_ofs[i + 1] - a, k = a + rand_below(mc, n);
-	int prod = 1, first;
+	int nblocks, prod = cfg_devices(mc, k, &nblocks);
+	int first = rand_below(mc, nblocks) * (mc->ndev % prod == 0 ? prod : 1);
 
-	for (int d = 0; d < NDIMS; d++)
-		prod *= mc->cfg[k][d];
-	first = mc->ndev % prod == 0 ? prod * rand_below(mc, mc->ndev / prod)
-				     : rand_below(mc, mc->ndev - prod + 1);
 	for (int j = 0; j < prod; j++)
 		mc->devs[j] = first + j;
 	memcpy(p->ops[i].degree, mc->cfg[k], sizeof p->ops[i].degree);
@@ -215,7 +241,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 		if ((n & 15) == 0 && now_s() > deadline)
 			break;
 		if ((mc->max_props && n >= mc->max_props) ||
-		    (n >= MCMC_MIN_PROPOSALS && last_better < n / 2))
+		    (n >= mc->min_props && last_better < n / 2))
 			break;
 		old_n = mc->cur.ops[i].ndev;
 		memcpy(mc->old_devs, mc->cur.ops[i].devices, (size_t)old_n * sizeof(int));
