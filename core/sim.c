@@ -178,6 +178,10 @@ void sim_release(struct sim *s)
 		free(w->op_mark);
 		free(w->op_stage);
 		free(w->aff);
+		free(w->uop);
+		free(w->ushard);
+		free(w->last_ops);
+		free(w->pend);
 		free(w->tmp_ofs);
 		free(w->tmp);
 		free(w->shard_dev);

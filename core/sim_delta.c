@@ -26,18 +26,29 @@
  * order as in a full run, and maxima do not depend on order, so the times
  * are the same numbers.
  *
+ * Undo.  A search rejects most proposals.  Since a delta only appends,
+ * besides a few list heads, costs and activation sizes it overwrites in
+ * place and keeps, sim_undo() takes it back by restoring those: the
+ * rejected change is not laid out a second time, and the next delta
+ * times the schedule from the first step of either change.
+ *
  * Delta runs need one micro-batch (FlexFlow's setting: no pipelining),
  * no task recording and an unchanged stage per op; otherwise sim_delta()
  * is a full sim_run().
  */
 #include "sim_impl.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 
 enum { MARK_K = 1, MARK_R = 2, MARK_C = 4 };
+
+/* What sim_undo() does after the last run: force a full run next, restore
+ * the delta's layout, or leave the ops it changed to the next delta. */
+enum { UNDO_NONE, UNDO_RESTORE, UNDO_PEND };
 
 /* --- checkpoints ------------------------------------------------------------ */
 
@@ -118,6 +129,9 @@ void sim_delta_base(struct sim *s)
 	w->live = (int64_t)w->nshards + w->nxf + w->nfsrc + w->nbsrc + w->ngrp_mem +
 		  w->ncoll_res + 1024;
 	w->grown = 0;
+	w->undo = UNDO_NONE;
+	w->npend = 0;
+	w->stale_from = INT_MAX;
 	w->delta_ready = w->m == 1 && !w->record && !RESERVE(w, op_stage, nops);
 	for (int si = 0; si < w->nstages && w->delta_ready; si++)
 		for (int k = w->stage_ops_ofs[si]; k < w->stage_ops_ofs[si + 1]; k++)
@@ -358,8 +372,94 @@ static int new_transfers(struct sim *s, const struct plan *pl, int naff)
 	return st;
 }
 
+/* --- undo ------------------------------------------------------------------ */
+
+/* Keeps what the change of the marked ops will overwrite in place. */
+static int undo_record(struct sim_work *w, int naff)
+{
+	int nsh = 0;
+
+	for (int a = 0; a < naff; a++)
+		nsh += w->shard_end[w->aff[a]] - w->shard_base[w->aff[a]];
+	if (RESERVE(w, uop, naff) || RESERVE(w, ushard, nsh))
+		return AP_EFAIL;
+	w->nuop = naff;
+	w->nushard = 0;
+	for (int a = 0; a < naff; a++) {
+		int i = w->aff[a];
+		struct sim_undo_op *u = &w->uop[a];
+
+		*u = (struct sim_undo_op){
+			.op = i, .shard_base = w->shard_base[i], .shard_end = w->shard_end[i],
+			.xff_ofs = w->xff_ofs[i], .xff_end = w->xff_end[i],
+			.xfb_ofs = w->xfb_ofs[i], .xfb_end = w->xfb_end[i],
+			.grp_ofs = w->op_grp_ofs[i], .grp_end = w->op_grp_end[i],
+			.cost = w->cost[i],
+		};
+		for (int gs = u->shard_base; gs < u->shard_end; gs++)
+			w->ushard[w->nushard++] = (struct sim_undo_shard){
+				.gs = gs, .fsrc_ofs = w->fsrc_ofs[gs],
+				.fsrc_end = w->fsrc_end[gs], .bsrc_ofs = w->bsrc_ofs[gs],
+				.bsrc_end = w->bsrc_end[gs], .act_bytes = w->act_bytes[gs],
+			};
+	}
+	return AP_OK;
+}
+
+/* Everything a delta writes is appended but what undo_record() keeps, so
+ * putting that back restores the layout; the times from the first step
+ * the delta ran are of the undone plan and are run again by the next. */
+void sim_undo(struct sim *s)
+{
+	struct sim_work *w = s->w;
+
+	if (!w->delta_ready || w->undo == UNDO_NONE) {
+		w->delta_ready = 0;
+		return;
+	}
+	if (w->undo == UNDO_PEND) {
+		/* a full run or one with pending ops: no record to restore */
+		if (RESERVE(w, pend, w->nlast)) {
+			w->delta_ready = 0;
+			return;
+		}
+		memcpy(w->pend, w->last_ops, (size_t)w->nlast * sizeof *w->pend);
+		w->npend = w->nlast;
+		w->undo = UNDO_NONE;
+		return;
+	}
+	for (int a = 0; a < w->nuop; a++) {
+		const struct sim_undo_op *u = &w->uop[a];
+		int i = u->op;
+
+		w->shard_base[i] = u->shard_base;
+		w->shard_end[i] = u->shard_end;
+		w->xff_ofs[i] = u->xff_ofs;
+		w->xff_end[i] = u->xff_end;
+		w->xfb_ofs[i] = u->xfb_ofs;
+		w->xfb_end[i] = u->xfb_end;
+		w->op_grp_ofs[i] = u->grp_ofs;
+		w->op_grp_end[i] = u->grp_end;
+		w->cost[i] = u->cost;
+	}
+	for (int k = 0; k < w->nushard; k++) {
+		const struct sim_undo_shard *u = &w->ushard[k];
+
+		w->fsrc_ofs[u->gs] = u->fsrc_ofs;
+		w->fsrc_end[u->gs] = u->fsrc_end;
+		w->bsrc_ofs[u->gs] = u->bsrc_ofs;
+		w->bsrc_end[u->gs] = u->bsrc_end;
+		w->act_bytes[u->gs] = u->act_bytes;
+	}
+	if (w->last_from < w->stale_from)
+		w->stale_from = w->last_from;
+	w->undo = UNDO_NONE;
+}
+
+/* --- the schedule of a change ---------------------------------------------- */
+
 /* The first step that runs the forward of an op of R, rounded down to a
- * checkpoint. */
+ * checkpoint; the last checkpoint when R is empty. */
 static int first_step(const struct sim *s)
 {
 	const struct sim_work *w = s->w;
@@ -373,7 +473,7 @@ static int first_step(const struct sim *s)
 			if (!x->bwd && (w->op_mark[w->stage_ops[k]] & MARK_R))
 				return step / SIM_CKPT_STEPS * SIM_CKPT_STEPS;
 	}
-	return 0;
+	return step / SIM_CKPT_STEPS * SIM_CKPT_STEPS;
 }
 
 /* Whether the change can be applied to the last run's state. */
@@ -393,19 +493,14 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 	return 1;
 }
 
-int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
-	      struct sim_result *r)
+static int delta(struct sim *s, const struct plan *pl, const int *ops, int n,
+		 struct sim_result *r)
 {
 	const struct graph *g = s->g;
 	struct sim_work *w = s->w;
 	struct sim_opts opts = { .optimizer = w->opt };
 	int naff = 0, nk = 0, st = AP_OK, from;
 
-	w->ckpt_on = 1;
-	for (int k = 0; k < n; k++)
-		if (ops[k] < 0 || ops[k] >= g->nops || pl->nops != g->nops)
-			return ap_err(AP_EINPUT, "plan", 0, "simulator: no operator %d to change",
-				      ops[k]);
 	if (!applicable(s, pl, ops, n))
 		return sim_run(s, pl, &opts, r);
 	for (int k = 0; k < n; k++) {
@@ -419,7 +514,9 @@ int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 	memset(w->op_mark, 0, (size_t)g->nops * sizeof *w->op_mark);
 	/* the ops of K, each once, come first in aff */
 	mark_sets(s, ops, n, &nk, &naff);
-	st = new_shards(s, pl, w->aff, nk);
+	st = undo_record(w, naff);
+	if (!st)
+		st = new_shards(s, pl, w->aff, nk);
 	if (!st)
 		reset_act(s, naff);
 	if (!st)
@@ -432,11 +529,47 @@ int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 	}
 	if (st)
 		return st;
-	from = first_step(s);
+	/* the steps before the change's first are those of the plan before
+	 * it, whatever step the run starts from */
+	w->last_from = from = first_step(s);
+	if (from > w->stale_from)
+		from = w->stale_from;
 	if (from / SIM_CKPT_STEPS >= w->nckpt)
 		from = 0;
 	st = sim_finish(s, pl, from, r);
-	if (!st)
+	if (!st) {
 		w->delta_ready = 1;
+		w->undo = UNDO_RESTORE;
+		w->stale_from = INT_MAX;
+	}
+	return st;
+}
+
+/* The ops an undo left pending join those of this change; the delta
+ * proper then sees one change of them all. */
+int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
+	      struct sim_result *r)
+{
+	struct sim_work *w = s->w;
+	int np = w->npend, st;
+
+	w->ckpt_on = 1;
+	for (int k = 0; k < n; k++)
+		if (ops[k] < 0 || ops[k] >= s->g->nops || pl->nops != s->g->nops)
+			return ap_err(AP_EINPUT, "plan", 0, "simulator: no operator %d to change",
+				      ops[k]);
+	if (RESERVE(w, pend, np + n) || RESERVE(w, last_ops, n))
+		return AP_EFAIL;
+	memcpy(w->pend + np, ops, (size_t)n * sizeof *ops);
+	memcpy(w->last_ops, ops, (size_t)n * sizeof *ops);
+	w->nlast = n;
+	w->npend = 0;
+	w->undo = UNDO_NONE;
+	st = delta(s, pl, w->pend, np + n, r);
+	/* after a full run, or one that laid out pending ops too, the
+	 * simulator differs from the plan an undo leaves at this call's ops
+	 * only */
+	if (!st && (np > 0 || w->undo == UNDO_NONE))
+		w->undo = UNDO_PEND;
 	return st;
 }

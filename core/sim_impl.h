@@ -90,6 +90,20 @@ struct sim_item {
 	int stage, mb, bwd;
 };
 
+/* What sim_delta() overwrites in place, kept for sim_undo(): per op it
+ * touches, its list heads and cost; per shard of those ops, its source
+ * lists and activation bytes. */
+struct sim_undo_op {
+	int op, shard_base, shard_end, xff_ofs, xff_end, xfb_ofs, xfb_end;
+	int grp_ofs, grp_end;
+	struct sim_cost cost;
+};
+
+struct sim_undo_shard {
+	int gs, fsrc_ofs, fsrc_end, bsrc_ofs, bsrc_end;
+	int64_t act_bytes;
+};
+
 /* Each growable array f of struct sim_work has its capacity in cap_f. */
 #define RESERVE(w, f, n) \
 	sim_reserve(&(w)->f, &(w)->cap_##f, (size_t)(n), sizeof *(w)->f)
@@ -174,6 +188,18 @@ struct sim_work {
 	ARRAY(int, op_stage);            /* [nops]: stage index of each op */
 	ARRAY(int, op_mark);             /* [nops] */
 	ARRAY(int, aff);                 /* ops a change touches */
+	int nuop, nushard;               /* the last delta's undo record */
+	int undo;                        /* what sim_undo() can do: enum in
+					  * sim_delta.c */
+	ARRAY(int, last_ops);            /* the ops the last delta changed */
+	int nlast;
+	ARRAY(int, pend);                /* ops an undo left to the next */
+	int npend;                       /* delta to lay out again */
+	ARRAY(struct sim_undo_op, uop);
+	ARRAY(struct sim_undo_shard, ushard);
+	int last_from;                   /* the first step it timed again */
+	int stale_from;                  /* steps from here on are of an
+					  * undone change; INT_MAX none */
 	ARRAY(int, tmp_ofs);             /* new lists, before they are */
 	ARRAY(int, tmp);                 /* appended */
 

@@ -21,7 +21,8 @@
  * not fit the devices' memory is never accepted from one that does.  Each
  * proposal is simulated by delta re-simulation (sim_delta(), section 5.2)
  * from the state of the last one: a rejected proposal is undone in the
- * plan, and the next delta re-simulates both the undo and the new change.
+ * plan and in the simulator (sim_undo()), which restores its layout and
+ * times the schedule again at the next delta.
  *
  * Chains start from `dp`, `owt` and then random plans (section 6.2 uses
  * data parallelism, an expert strategy and random ones), `chains` of them
@@ -221,7 +222,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 	const struct graph *g = mc->in->g;
 	struct sim_result r;
 	int64_t n = 0, last_better = 0;
-	int pend = -1, st;
+	int st;
 
 	st = copy_configs(&mc->cur, start);
 	if (!st)
@@ -234,7 +235,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 	if (mc->cur_s < mc->best_s && (st = improve(mc)))
 		return st;
 	for (;; n++) {
-		int i = rand_below(mc, g->nops), ops[2] = { i, pend }, old_n;
+		int i = rand_below(mc, g->nops), old_n;
 		double new_s;
 		int accept;
 
@@ -252,8 +253,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 			st = random_config(mc, &mc->cur, i);
 			if (!st)
 				st = mc->full ? sim_run(&mc->s, &mc->cur, NULL, &r)
-					      : sim_delta(&mc->s, &mc->cur, ops, pend >= 0 ? 2 : 1,
-							  &r);
+					      : sim_delta(&mc->s, &mc->cur, &i, 1, &r);
 			if (st)
 				return st;
 			mc->proposals++;
@@ -265,18 +265,16 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 					 rand_unit(mc) < exp(-mc->beta * (new_s - mc->cur_s) /
 							      mc->unit_s);
 			if (!accept) {
-				/* undo in the plan; the simulator catches up
-				 * at the next delta */
 				memcpy(mc->cur.ops[i].degree, old_deg, sizeof old_deg);
 				st = plan_set_devices(&mc->cur.ops[i].devices,
 						      &mc->cur.ops[i].ndev, mc->old_devs, old_n);
 				if (st)
 					return st;
-				pend = i;
+				if (!mc->full)
+					sim_undo(&mc->s);
 				continue;
 			}
 		}
-		pend = -1;
 		mc->accepted++;
 		mc->cur_s = new_s;
 		if (new_s < mc->best_s) {

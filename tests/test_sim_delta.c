@@ -7,8 +7,8 @@
  * a full sim_run() on a fresh one gives: the same iteration time, memory
  * of every device, critical path, task counts and link bytes.  10,000
  * proposals over five models of the zoo on 16, 8 and 4 devices, among
- * them changes of two operators at once and changes that leave an
- * operator as it was.
+ * them changes of two operators at once, changes that leave an operator
+ * as it was, and changes taken back by sim_undo().
  */
 #include "testutil.h"
 
@@ -128,9 +128,20 @@ static void proposals(const char *name, const char *spec, int n)
 		int ops[2], nops = 1, u = rand_below(10);
 
 		if (u < 3 && last >= 0) {
-			/* undo the last change, as a rejected proposal does */
+			/* undo the last change, as a rejected proposal does:
+			 * by a delta of it, or by sim_undo() and a delta of
+			 * nothing or of the next proposal */
 			ops[0] = last;
 			copy_op(&pl.ops[last], &old);
+			if (u > 0) {
+				sim_undo(&sd);
+				nops = 0;
+			}
+			if (u == 2) {
+				ops[0] = rand_below(g.nops);
+				random_config(&g, ops[0], ndev, &pl.ops[ops[0]]);
+				nops = 1;
+			}
 			last = -1;
 		} else {
 			ops[0] = rand_below(g.nops);
