@@ -182,6 +182,8 @@ void sim_release(struct sim *s)
 		free(w->ushard);
 		free(w->last_ops);
 		free(w->pend);
+		free(w->loc);
+		free(w->pairs_loc);
 		free(w->tmp_ofs);
 		free(w->tmp);
 		free(w->shard_dev);

@@ -13,7 +13,10 @@
  * new shards, transfers, lists and groups are appended to the arrays of
  * struct sim_work, every index of the rest staying valid; the lists are
  * addressed by (ofs, end) for that reason.  What is left behind is
- * garbage, and once it outgrows the live part a full run compacts it.
+ * garbage, and once it outgrows the live part six times a full run
+ * compacts it (a compaction costs a full run; the schedule only ever
+ * touches live entries, so garbage costs memory, not time).  The temporary
+ * lists a change builds are keyed by the changed shards alone.
  *
  * Schedule.  Steps (one op's forward or backward in one item) run in a
  * fixed order, each resource doing its tasks in that order, so the state
@@ -252,20 +255,46 @@ static void reset_act(struct sim *s, int naff)
 	}
 }
 
+/* The np (shard, source) pairs at pr as a temporary CSR list over the
+ * shards of the ops marked `mark` only: shard gs is key loc[gs], so the
+ * cost is that of the change, not of every shard. */
+static int touched_csr(struct sim_work *w, const int *pr, int np, int naff, int mark)
+{
+	int nk = 0;
+
+	if (RESERVE(w, loc, w->nshards))
+		return AP_EFAIL;
+	for (int a = 0; a < naff; a++) {
+		int i = w->aff[a];
+
+		if (w->op_mark[i] & mark)
+			for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++)
+				w->loc[gs] = nk++;
+	}
+	if (RESERVE(w, pairs_loc, 2 * (size_t)np + 1))
+		return AP_EFAIL;
+	for (int k = 0; k < np; k++) {
+		w->pairs_loc[2 * k] = w->loc[pr[2 * k]];
+		w->pairs_loc[2 * k + 1] = pr[2 * k + 1];
+	}
+	return sim_build_csr(w, w->pairs_loc, np, nk, &w->tmp_ofs, &w->cap_tmp_ofs,
+			     &w->tmp, &w->cap_tmp);
+}
+
 /* Appends the new list of shard gs: the old entries from producers
  * outside R (keep_old), then those of the temporary CSR. */
 static int relist(struct sim_work *w, int gs, int keep_old, int **vals, size_t *cap,
 		  int *used, int *ofs, int *end)
 {
-	int a = ofs[gs], b = end[gs], na = w->tmp_ofs[gs + 1] - w->tmp_ofs[gs];
-	int n0 = *used;
+	int k = w->loc[gs], a = ofs[gs], b = end[gs];
+	int na = w->tmp_ofs[k + 1] - w->tmp_ofs[k], n0 = *used;
 
 	if (room(vals, cap, *used, (keep_old ? b - a : 0) + na))
 		return AP_EFAIL;
 	for (int e = a; e < b && keep_old; e++)
 		if (!(w->op_mark[src_op(w, (*vals)[e])] & MARK_R))
 			(*vals)[(*used)++] = (*vals)[e];
-	memcpy(*vals + *used, w->tmp + w->tmp_ofs[gs], (size_t)na * sizeof(int));
+	memcpy(*vals + *used, w->tmp + w->tmp_ofs[k], (size_t)na * sizeof(int));
 	*used += na;
 	ofs[gs] = n0;
 	end[gs] = *used;
@@ -355,14 +384,12 @@ static int new_transfers(struct sim *s, const struct plan *pl, int naff)
 	/* forward sources of C's shards; backward sources of R's, all of
 	 * whose consumers were connected again */
 	if (!st)
-		st = sim_build_csr(w, w->pairs, np[0], w->nshards, &w->tmp_ofs,
-				   &w->cap_tmp_ofs, &w->tmp, &w->cap_tmp);
+		st = touched_csr(w, w->pairs, np[0], naff, MARK_C);
 	if (!st)
 		st = relist_ops(w, naff, MARK_C, &w->fsrc, &w->cap_fsrc, &w->nfsrc,
 				w->fsrc_ofs, w->fsrc_end);
 	if (!st)
-		st = sim_build_csr(w, w->bpairs, np[1], w->nshards, &w->tmp_ofs,
-				   &w->cap_tmp_ofs, &w->tmp, &w->cap_tmp);
+		st = touched_csr(w, w->bpairs, np[1], naff, MARK_R);
 	if (!st)
 		st = relist_ops(w, naff, MARK_R, &w->bsrc, &w->cap_bsrc, &w->nbsrc,
 				w->bsrc_ofs, w->bsrc_end);
@@ -481,7 +508,7 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 {
 	const struct sim_work *w = s->w;
 
-	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 2 * w->live ||
+	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 6 * w->live ||
 	    pl->nstages != w->nstages)
 		return 0;
 	/* the stage of a changed op must stay: the order of steps depends

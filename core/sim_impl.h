@@ -200,6 +200,8 @@ struct sim_work {
 	int last_from;                   /* the first step it timed again */
 	int stale_from;                  /* steps from here on are of an
 					  * undone change; INT_MAX none */
+	ARRAY(int, loc);                 /* [nshards]: a changed shard's key */
+	ARRAY(int, pairs_loc);           /* pairs by those keys */
 	ARRAY(int, tmp_ofs);             /* new lists, before they are */
 	ARRAY(int, tmp);                 /* appended */
 
