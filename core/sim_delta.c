@@ -412,6 +412,9 @@ static int undo_record(struct sim_work *w, int naff)
 		return AP_EFAIL;
 	w->nuop = naff;
 	w->nushard = 0;
+	memcpy(w->umem, w->mem, (size_t)w->ndev * sizeof *w->umem);
+	memcpy(w->udev_nshards, w->dev_nshards, (size_t)w->ndev * sizeof *w->udev_nshards);
+	w->utally = w->tally;
 	for (int a = 0; a < naff; a++) {
 		int i = w->aff[a];
 		struct sim_undo_op *u = &w->uop[a];
@@ -478,6 +481,11 @@ void sim_undo(struct sim *s)
 		w->bsrc_end[u->gs] = u->bsrc_end;
 		w->act_bytes[u->gs] = u->act_bytes;
 	}
+	/* the totals of memory (the activations are the schedule's and come
+	 * again with it), shard counts and cost sources */
+	memcpy(w->mem, w->umem, (size_t)w->ndev * sizeof *w->mem);
+	memcpy(w->dev_nshards, w->udev_nshards, (size_t)w->ndev * sizeof *w->dev_nshards);
+	w->tally = w->utally;
 	if (w->last_from < w->stale_from)
 		w->stale_from = w->last_from;
 	w->undo = UNDO_NONE;
@@ -563,7 +571,7 @@ static int delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 		from = w->stale_from;
 	if (from / SIM_CKPT_STEPS >= w->nckpt)
 		from = 0;
-	st = sim_finish(s, pl, from, r);
+	st = sim_finish_change(s, pl, w->uop, nk, from, r);
 	if (!st) {
 		w->delta_ready = 1;
 		w->undo = UNDO_RESTORE;

@@ -168,6 +168,8 @@ struct sim_work {
 	double *res_free, *res_busy;     /* [nres] */
 	int64_t *act_cur;                /* [ndev] */
 	struct sim_mem *mem;             /* [ndev] */
+	int *dev_nshards;                /* [ndev]: shards on each device */
+	struct cost_tally tally;         /* of the ops' cost sources */
 	ARRAY(struct sim_task, tasks);
 	int64_t ntasks, nrecorded;
 	int ntask_kinds[NTASK_KINDS];
@@ -197,6 +199,9 @@ struct sim_work {
 	int npend;                       /* delta to lay out again */
 	ARRAY(struct sim_undo_op, uop);
 	ARRAY(struct sim_undo_shard, ushard);
+	struct sim_mem *umem;            /* [ndev] */
+	int *udev_nshards;               /* [ndev] */
+	struct cost_tally utally;
 	int last_from;                   /* the first step it timed again */
 	int stale_from;                  /* steps from here on are of an
 					  * undone change; INT_MAX none */
@@ -255,8 +260,12 @@ int sim_schedule(struct sim *s, int opt_copies);
 int sim_schedule_from(struct sim *s, int opt_copies, int from);
 
 /* sim.c: what a run does after the layout: costs, memory, the schedule
- * from step `from` (sim_schedule_from()) and the summary. */
+ * from step `from` (sim_schedule_from()) and the summary; and the same
+ * after a change of the n ops old[].op, whose costs and shards of the last
+ * run old[] has, applied to that run's cost tally and memory totals. */
 int sim_finish(struct sim *s, const struct plan *pl, int from, struct sim_result *r);
+int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_undo_op *old,
+		      int n, int from, struct sim_result *r);
 
 /* sim_delta.c: the sizes of a fresh layout, and keeping and restoring the
  * state before a step. */
