@@ -48,24 +48,23 @@ static void count(struct sim_work *w, enum sim_task_kind kind, int n)
 	w->ntask_kinds[kind] += n;
 }
 
-/* Runs a task of duration dur on resources res[0..n) (entries < 0 are
- * none) once `ready` (a dependency's end and chain); returns its end and
- * chain. */
+/* Runs a task of duration dur on resources res[0..n) once `ready` (a
+ * dependency's end and chain); returns its end and chain.  A collective
+ * occupies many links, so the loops are kept bare. */
 static struct tend occupy(struct sim_work *w, const int *res, int n,
 			  struct tend ready, double dur, double *start)
 {
-	double t = ready.end;
+	double t = ready.end, end, *res_free = w->res_free, *res_busy = w->res_busy;
 	struct tend e;
 
 	for (int k = 0; k < n; k++)
-		if (res[k] >= 0)
-			t = dmax(t, w->res_free[res[k]]);
-	for (int k = 0; k < n; k++)
-		if (res[k] >= 0) {
-			w->res_free[res[k]] = t + dur;
-			w->res_busy[res[k]] += dur;
-		}
-	e.end = t + dur;
+		t = dmax(t, res_free[res[k]]);
+	end = t + dur;
+	for (int k = 0; k < n; k++) {
+		res_free[res[k]] = end;
+		res_busy[res[k]] += dur;
+	}
+	e.end = end;
 	e.cp = ready.cp + dur;
 	w->max_cp = dmax(w->max_cp, e.cp);
 	*start = t;
@@ -84,20 +83,24 @@ static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
 		   struct tend *own,
 		   const struct tend *xt, const struct tend *in, int sign)
 {
+	/* the arrays in locals: the stores below could alias w's fields */
 	double *res_free = w->res_free, *res_busy = w->res_busy;
 	double max_cp = w->max_cp;
-	int a = w->shard_base[op], b = w->shard_end[op], st = AP_OK;
+	const int *shard_dev = w->shard_dev;
+	const int64_t *act_bytes = w->act_bytes;
+	int64_t *act_cur = w->act_cur;
+	struct sim_mem *mem = w->mem;
+	int a = w->shard_base[op], b = w->shard_end[op], st = AP_OK, rec = w->record;
 
 	for (int gs = a; gs < b; gs++) {
-		int dev = w->shard_dev[gs];
+		int dev = shard_dev[gs];
 		double t = res_free[dev], ready = 0, cp = 0;
-		int64_t act;
 
 		if (in) {
 			ready = in[gs].end;
 			cp = in[gs].cp;
 		}
-		for (int e = ofs[gs]; e < end[gs]; e++) {
+		for (int e = ofs[gs], e1 = end[gs]; e < e1; e++) {
 			const struct tend *x = src[e] >= 0 ? &own[src[e]]
 							    : &xt[SRC_XFER(src[e])];
 
@@ -110,10 +113,16 @@ static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
 		own[gs].end = t + dur;
 		own[gs].cp = cp + dur;
 		max_cp = dmax(max_cp, cp + dur);
-		act = w->act_cur[dev] += sign * w->act_bytes[gs];
-		if (act > w->mem[dev].act)
-			w->mem[dev].act = act;
-		if (w->record && !st)
+		/* a backward frees: only a forward can raise the peak */
+		if (sign > 0) {
+			int64_t act = act_cur[dev] += act_bytes[gs];
+
+			if (act > mem[dev].act)
+				mem[dev].act = act;
+		} else {
+			act_cur[dev] -= act_bytes[gs];
+		}
+		if (rec && !st)
 			st = record(w, kind, dev, op, gs - a, j, t, dur, 0);
 	}
 	w->max_cp = max_cp;
