@@ -43,17 +43,18 @@ struct sim_cost {
  * as a runtime sends a tensor once and sums the gradients before sending
  * them back. */
 struct sim_xfer {
-	int src, dst;      /* devices, forward direction */
+	/* what the scheduler reads, first: one cache line */
 	int prod;          /* global shard index of the producer */
 	int cons;          /* the consumer shard that asked first: on dst,
 			    * its backward is the last of the sharers' */
-	int emit_op;       /* first consumer op: its backward sends the gradient */
-	int stage;         /* the consumers' stage (a stage index) */
 	int res[2], rres[2]; /* forward and backward resources, -1 unused */
-	int no_grad;       /* the producer is an input: no gradient to send */
+	enum link_class cls;
 	double dur_s;      /* latency + bytes / bandwidth */
 	int64_t bytes;
-	enum link_class cls;
+	int src, dst;      /* devices, forward direction */
+	int emit_op;       /* first consumer op: its backward sends the gradient */
+	int stage;         /* the consumers' stage (a stage index) */
+	int no_grad;       /* the producer is an input: no gradient to send */
 	int64_t lo[NDIMS], hi[NDIMS]; /* the region, for sharing */
 	int next_same;     /* next of the same producer shard and dst, -1 */
 };
