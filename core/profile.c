@@ -87,7 +87,6 @@ struct scale_cache {
 void profile_init(struct profile *p)
 {
 	memset(p, 0, sizeof *p);
-	p->scale = calloc(1, sizeof *p->scale);
 }
 
 void profile_release(struct profile *p)
@@ -191,6 +190,12 @@ int profile_put(struct profile *p, const char *sig, double fwd_us,
 	int rc = AP_OK;
 	int s;
 
+	/* the fallback's cache comes with the first row: lookups get the
+	 * profile const */
+	if (!p->scale && !(p->scale = calloc(1, sizeof *p->scale))) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory for a profile");
+		goto out;
+	}
 	if (p->hcap == 0 || 2 * (p->nrows + 1) > p->hcap) {
 		rc = hash_rebuild(p, p->nrows + 1);
 		if (rc)
@@ -610,7 +615,7 @@ static int scaled_cost(const struct profile *p, const struct graph *g, int i,
 	double best_dist = 0;
 
 	*rc = AP_OK;
-	if (p->nmeasured[kind] <= 0 || roof->fwd_us <= 0 || !p->scale)
+	if (p->nmeasured[kind] <= 0 || roof->fwd_us <= 0)
 		return 0;
 	*rc = scale_candidates(p, g);
 	for (int own = 1; !*rc && !best && own >= 0; own--)

@@ -56,7 +56,7 @@ struct profile {
 	unsigned gen;             /* bumped by every change of the rows */
 	struct scale_cache *scale; /* the measured instances of the last
 				    * graph a fallback searched (profile.c);
-				    * NULL when it could not be allocated */
+				    * allocated with the first row */
 };
 
 const char *cost_source_name(enum cost_source s);
