@@ -1,11 +1,12 @@
 /*
  * `autopar profile`: builds a profile directory (ops.csv, device.csv) for a
- * device.  Measuring operators needs the runtime's backends, which are not
- * built yet; what exists is --analytic, which fills the profile with
- * roofline rows from the device's datasheet specs for every operator shard
- * of the given models, so planners can run before any measurement.  An
- * existing profile in the directory is extended, never overwritten: its
- * measured rows stay, and rows already there are kept.
+ * device.  On a device the runtime has a backend for (cpu) it measures
+ * every operator shard of the given models that the runtime can execute
+ * with that backend (runtime/profiler.h), and fills the splits it cannot
+ * execute with roofline rows; --analytic writes roofline rows from the
+ * device's datasheet specs only, so planners can run before any
+ * measurement.  An existing profile in the directory is extended: measured
+ * rows are measured again, other rows already there are kept.
  */
 #include <limits.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "args.h"
+#include "backend.h"
 #include "commands.h"
 #include "datadir.h"
 #include "device.h"
@@ -22,22 +24,26 @@
 #include "graph.h"
 #include "model_io.h"
 #include "profile.h"
+#include "profiler.h"
+#include "roofline.h"
 
 #define WHO "autopar profile"
 
 static const char usage[] =
-	"usage: autopar profile --analytic -d DEVICE -m MODEL [-m MODEL ...]\n"
+	"usage: autopar profile [--analytic] -d DEVICE -m MODEL [-m MODEL ...]\n"
 	"                       [-b BATCH] [--max-degree N] -o DIR\n"
 	"\n"
 	"Writes a profile directory DIR (ops.csv, device.csv) for DEVICE, a row of\n"
-	"profiles/devices.csv.  With --analytic every operator shard of every MODEL\n"
-	"(a zoo name, a .model file or a PipeDream graph.txt) gets a roofline\n"
-	"estimate from the device's specs, at every power-of-two split of its\n"
-	"splittable dims up to N shards.  A profile already in DIR is extended: its\n"
-	"rows are kept, and its device must be DEVICE.  Measuring operators on the\n"
-	"device (autopar profile -d cpu|cuda) comes with the runtime.\n"
+	"profiles/devices.csv, covering every operator shard of every MODEL (a zoo\n"
+	"name, a .model file or a PipeDream graph.txt) at every power-of-two split\n"
+	"of its splittable dims up to N shards.  On a device with a runtime backend\n"
+	"(cpu) each shard the runtime can execute is measured on this machine (the\n"
+	"median of 31 runs, forward and backward); the other shards, and every\n"
+	"shard with --analytic, get a roofline estimate from the device's specs.\n"
+	"A profile already in DIR is extended: its measured rows are measured\n"
+	"again, its other rows kept, and its device must be DEVICE.\n"
 	"\n"
-	"  --analytic          roofline rows from the device specs\n"
+	"  --analytic          roofline rows from the device specs only\n"
 	"  -d, --device NAME   device kind (profiles/devices.csv)\n"
 	"  -m, --model MODEL   a model to cover; repeat for more\n"
 	"  -b, --batch N       batch size (default: each model's own)\n"
@@ -93,13 +99,54 @@ static int open_profile(const char *dir, const struct device_spec *dev,
 	return AP_OK;
 }
 
+struct measure_ctx {
+	const struct backend *be;
+	struct profile *p;
+	const struct graph *g;
+	int i, n;
+};
+
+static int measure_row(const int degree[NDIMS], void *ctx)
+{
+	struct measure_ctx *c = ctx;
+	char sig[1024];
+	double fwd, bwd;
+	int64_t ws;
+	int rc;
+
+	if (!exec_can_split(c->g, c->i, degree))
+		return AP_OK;
+	rc = graph_op_signature(c->g, c->i, degree, sig, sizeof sig);
+	if (!rc)
+		rc = profiler_measure(c->be, c->g, c->i, degree, &fwd, &bwd, &ws);
+	if (!rc)
+		rc = profile_put(c->p, sig, fwd, bwd, ws, 0);
+	c->n += !rc;
+	return rc;
+}
+
+/* Measured rows for every shard of g the backend can run. */
+static int measure_model(const struct backend *be, struct profile *p,
+			 const struct graph *g, int max_degree, int *n)
+{
+	struct measure_ctx c = { .be = be, .p = p, .g = g };
+	int rc = be->init();
+
+	for (c.i = 0; c.i < g->nops && !rc; c.i++)
+		if (!g->ops[c.i].m.valid && !g->ops[c.i].imported)
+			rc = for_each_degree(&g->ops[c.i], max_degree, measure_row, &c);
+	*n += c.n;
+	return rc;
+}
+
 static int run(int argc, char **argv)
 {
 	struct device_spec dev;
 	struct profile p;
 	struct graph g;
 	char path[PATH_MAX];
-	int rc = AP_OK, before, npos, analytic = 0;
+	int rc = AP_OK, before, npos, analytic = 0, measured = 0;
+	const struct backend *be = NULL;
 	long long batch = 0, max_degree = 8;
 	const char *device = NULL, *outdir = NULL;
 	struct opt_list models = { calloc((size_t)argc, sizeof(char *)), 0 };
@@ -122,13 +169,14 @@ static int run(int argc, char **argv)
 	rc = args_parse("profile", argc, argv, opts, NULL, 0, &npos);
 	if (rc)
 		goto out;
-	if (!analytic) {
-		rc = ap_err(AP_EINPUT, WHO, 0,
-			    "measuring operators comes with the runtime ('autopar profile -d cpu|cuda' is not built yet); use --analytic for roofline rows");
-		goto out;
-	}
 	if (!device || !models.n || !outdir) {
 		rc = ap_err(AP_EINPUT, WHO, 0, "expected -d DEVICE, -m MODEL and -o DIR (see autopar help profile)");
+		goto out;
+	}
+	if (!analytic && !(be = backend_find(device))) {
+		rc = ap_err(AP_EINPUT, WHO, 0,
+			    "no runtime backend measures device '%s' in this build (expected cpu, or --analytic for roofline rows)",
+			    device);
 		goto out;
 	}
 	rc = device_find(datapath(path, sizeof path, "profiles/devices.csv"),
@@ -143,7 +191,10 @@ static int run(int argc, char **argv)
 		rc = model_load(models.v[m], batch, &g);
 		if (rc)
 			goto out;
-		rc = profile_add_analytic(&p, &g, (int)max_degree);
+		if (be)
+			rc = measure_model(be, &p, &g, (int)max_degree, &measured);
+		if (!rc)
+			rc = profile_add_analytic(&p, &g, (int)max_degree);
 		graph_release(&g);
 		if (rc)
 			goto out;
@@ -151,8 +202,8 @@ static int run(int argc, char **argv)
 	rc = profile_save(&p, outdir);
 	if (rc)
 		goto out;
-	printf("%s: %d rows for %s (%d new analytic, %d model%s, up to %lld shards)\n",
-	       outdir, p.nrows, dev.name, p.nrows - before, models.n,
+	printf("%s: %d rows for %s (%d measured, %d new, %d model%s, up to %lld shards)\n",
+	       outdir, p.nrows, dev.name, measured, p.nrows - before, models.n,
 	       models.n == 1 ? "" : "s", max_degree);
 	if (fflush(stdout) != 0)
 		rc = ap_err(AP_EFAIL, WHO, 0, "cannot write to stdout");

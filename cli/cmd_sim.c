@@ -22,14 +22,6 @@
 #include "plan.h"
 #include "sim.h"
 
-struct inputs {
-	const char *path;
-	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN], profile[PLAN_NAME_LEN];
-	struct graph g;
-	struct cluster c;
-	struct profile p;
-	struct plan pl;
-};
 
 /* "1.23 GB", "512 KiB": sizes a person reads. */
 static void fmt_bytes(char *buf, size_t len, double b)
@@ -44,7 +36,7 @@ static void fmt_bytes(char *buf, size_t len, double b)
 	snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
 }
 
-static void print_summary(const struct inputs *in, const struct sim_result *r,
+static void print_summary(const struct plan_inputs *in, const struct sim_result *r,
 			  enum sim_optimizer opt)
 {
 	const struct sim_mem *m = &r->mem[r->peak_dev];
@@ -77,7 +69,7 @@ static void print_summary(const struct inputs *in, const struct sim_result *r,
 	cost_tally_print(&r->costs, stdout);
 }
 
-static void print_csv(const struct inputs *in, const struct sim_result *r,
+static void print_csv(const struct plan_inputs *in, const struct sim_result *r,
 		      enum sim_optimizer opt)
 {
 	fputs("plan,model,batch,cluster,profile,schedule,microbatches,stages,optimizer,"
@@ -163,39 +155,6 @@ static int time_runs(struct sim *s, const struct plan *pl, const struct sim_opts
 	return st;
 }
 
-static int load_inputs(struct inputs *in, const char *model, const char *cspec,
-		       const char *prof, long long microbatches)
-{
-	char used[PLAN_NAME_LEN];
-	int64_t batch;
-	int st;
-
-	st = plan_peek(in->path, in->model, sizeof in->model, in->cluster,
-		       sizeof in->cluster, in->profile, sizeof in->profile, &batch);
-	if (st)
-		return st;
-	if (!prof && in->profile[0])
-		prof = in->profile;
-	st = model_load(model ? model : in->model, batch, &in->g);
-	if (!st)
-		st = load_cluster(cspec ? cspec : in->cluster, &in->c);
-	if (!st)
-		st = load_profile(prof, &in->c, &in->p, used, sizeof used);
-	if (!st)
-		snprintf(in->profile, sizeof in->profile, "%s", used);
-	if (!st)
-		st = plan_read(in->path, &in->g, &in->pl);
-	if (!st && microbatches > in->g.batch)
-		st = ap_err(AP_EINPUT, "--microbatches", 0,
-			    "%lld micro-batches are more than the batch of %lld",
-			    microbatches, (long long)in->g.batch);
-	if (!st && microbatches)
-		in->pl.microbatches = (int)microbatches;
-	if (!st)
-		st = plan_validate(&in->pl, &in->g, &in->c, in->path);
-	return st;
-}
-
 static int run(int argc, char **argv)
 {
 	const char *model = NULL, *cspec = NULL, *prof = NULL, *trace = NULL;
@@ -217,13 +176,11 @@ static int run(int argc, char **argv)
 		{ NULL, "--repeat", OPT_POS_INT, &repeat },
 		{ 0 },
 	};
-	struct inputs in = { 0 };
+	struct plan_inputs in;
 	struct sim s = { 0 };
 	struct sim_result r;
 
-	graph_init(&in.g);
-	profile_init(&in.p);
-	plan_init(&in.pl);
+	plan_inputs_init(&in);
 	st = args_parse("sim", argc, argv, opts, &in.path, 1, &npos);
 	if (st)
 		return st;
@@ -234,7 +191,7 @@ static int run(int argc, char **argv)
 		return ap_err(AP_EINPUT, "--optimizer", 0,
 			      "unknown optimizer '%s' (expected sgd or adam)", optname);
 	o.record = trace || timeline;
-	st = load_inputs(&in, model, cspec, prof, microbatches);
+	st = load_plan_inputs(&in, model, cspec, prof, microbatches);
 	if (!st)
 		st = sim_init(&s, &in.g, &in.p, &in.c);
 	if (!st)
@@ -258,9 +215,7 @@ static int run(int argc, char **argv)
 	}
 	if (s.w)
 		sim_release(&s);
-	plan_release(&in.pl);
-	profile_release(&in.p);
-	graph_release(&in.g);
+	plan_inputs_release(&in);
 	return st;
 }
 

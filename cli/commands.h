@@ -22,5 +22,6 @@ extern const struct command cmd_bench;
 extern const struct command cmd_sim;
 extern const struct command cmd_check;
 extern const struct command cmd_profile;
+extern const struct command cmd_run;
 
 #endif

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "datadir.h"
+#include "err.h"
+#include "model_io.h"
 
 int load_cluster(const char *spec, struct cluster *c)
 {
@@ -35,4 +37,52 @@ const char *profile_kind(const struct profile *p)
 			measured = 1;
 	}
 	return measured && analytic ? "measured+analytic" : measured ? "measured" : "analytic";
+}
+
+void plan_inputs_init(struct plan_inputs *in)
+{
+	memset(in, 0, sizeof *in);
+	graph_init(&in->g);
+	profile_init(&in->p);
+	plan_init(&in->pl);
+}
+
+void plan_inputs_release(struct plan_inputs *in)
+{
+	plan_release(&in->pl);
+	profile_release(&in->p);
+	graph_release(&in->g);
+}
+
+int load_plan_inputs(struct plan_inputs *in, const char *model, const char *cspec,
+		     const char *prof, long long microbatches)
+{
+	char used[PLAN_NAME_LEN];
+	int64_t batch;
+	int st;
+
+	st = plan_peek(in->path, in->model, sizeof in->model, in->cluster,
+		       sizeof in->cluster, in->profile, sizeof in->profile, &batch);
+	if (st)
+		return st;
+	if (!prof && in->profile[0])
+		prof = in->profile;
+	st = model_load(model ? model : in->model, batch, &in->g);
+	if (!st)
+		st = load_cluster(cspec ? cspec : in->cluster, &in->c);
+	if (!st)
+		st = load_profile(prof, &in->c, &in->p, used, sizeof used);
+	if (!st)
+		snprintf(in->profile, sizeof in->profile, "%s", used);
+	if (!st)
+		st = plan_read(in->path, &in->g, &in->pl);
+	if (!st && microbatches > in->g.batch)
+		st = ap_err(AP_EINPUT, "--microbatches", 0,
+			    "%lld micro-batches are more than the batch of %lld",
+			    microbatches, (long long)in->g.batch);
+	if (!st && microbatches)
+		in->pl.microbatches = (int)microbatches;
+	if (!st)
+		st = plan_validate(&in->pl, &in->g, &in->c, in->path);
+	return st;
 }

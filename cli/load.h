@@ -11,6 +11,7 @@
 
 #include "cluster.h"
 #include "graph.h"
+#include "plan.h"
 #include "profile.h"
 
 int load_cluster(const char *spec, struct cluster *c);
@@ -22,5 +23,23 @@ int load_profile(const char *name, const struct cluster *c, struct profile *p,
 
 /* "measured", "analytic" or "measured+analytic": what the rows are. */
 const char *profile_kind(const struct profile *p);
+
+/* A plan file and what it was made for: the model, cluster and profile it
+ * names, each of which a command may override. */
+struct plan_inputs {
+	const char *path;
+	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN], profile[PLAN_NAME_LEN];
+	struct graph g;
+	struct cluster c;
+	struct profile p;
+	struct plan pl;
+};
+
+void plan_inputs_init(struct plan_inputs *in);
+void plan_inputs_release(struct plan_inputs *in);
+/* Loads in->path with the overrides that are not NULL (microbatches 0:
+ * the plan's) and validates the plan. */
+int load_plan_inputs(struct plan_inputs *in, const char *model, const char *cspec,
+		     const char *prof, long long microbatches);
 
 #endif

@@ -18,6 +18,7 @@ static const struct command *const commands[] = {
 	&cmd_sim,
 	&cmd_check,
 	&cmd_profile,
+	&cmd_run,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

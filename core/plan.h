@@ -69,6 +69,18 @@ struct plan {
 };
 
 const char *sched_name(enum sched_kind k);
+/* A unit of a schedule: one stage's forward or backward of one
+ * micro-batch.  The stage is an index into plan->stages. */
+struct sched_item {
+	int64_t key;
+	int stage, mb, bwd;
+};
+
+/* The 2 x nstages x m items of a schedule in the order every device runs
+ * its work (core/sched.c); depth[s] is stage index s's longest path from
+ * a source stage along `next`. */
+void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
+		 struct sched_item *items);
 int sched_parse(const char *s, enum sched_kind *out);
 
 void plan_init(struct plan *p);

@@ -83,13 +83,6 @@ struct sim_group {
 	int coll_ofs, ncoll; /* its tasks in coll, in order */
 };
 
-/* A unit of the schedule: one stage's forward or backward of one
- * micro-batch.  Items run in key order (sim_sched.c). */
-struct sim_item {
-	int64_t key;
-	int stage, mb, bwd;
-};
-
 /* Each growable array f of struct sim_work has its capacity in cap_f. */
 #define RESERVE(w, f, n) \
 	sim_reserve(&(w)->f, &(w)->cap_##f, (size_t)(n), sizeof *(w)->f)
@@ -143,7 +136,7 @@ struct sim_work {
 	ARRAY(int, op_grp_end);          /* [nops] */
 	ARRAY(int64_t, shard_params);    /* parameter bytes of each shard */
 	int nitems;
-	ARRAY(struct sim_item, items);
+	ARRAY(struct sched_item, items);
 
 	/* Per run (sim_sched.c). */
 	ARRAY(struct tend, fwd_t);       /* [m][nshards] */

@@ -540,65 +540,16 @@ static int layout_transfers(struct sim *s, const struct plan *pl)
 
 /* --- the order of the schedule ------------------------------------------- */
 
-/*
- * Every stage's forward and backward of every micro-batch is an item with
- * a key; items run in key order, and that order is each resource's order
- * of work (sim_sched.c).  The keys are the start slots of the schedule
- * when every stage's forward and backward take one slot, with d the
- * stage's depth and K the number of depths:
- *   gpipe  F(j, d) = j + d                 B(j, d) = m + K + j + K - 1 - d
- *   1f1b   F(j, d) = d + j  (j <= K-1-d)   B(j, d) = 2K - 1 - d + 2j
- *                  = d + 2j (j > K-1-d)
- * For 1F1B this is PipeDream-Flush (Narayanan et al., ICML 2021, fig. 3):
- * K - 1 - d warm-up forwards, one forward and one backward alternating,
- * then the remaining backwards.  Both keys rise with d in the forward and
- * fall with d in the backward, and F(j, d) < B(j, d'), so every task comes
- * after all it depends on: the order is a topological one, which is what
- * lets the scheduler compute every start time in one pass.
- */
-static int64_t item_key(enum sched_kind k, int64_t K, int64_t m, int64_t d,
-			int64_t j, int bwd)
-{
-	if (k == SCHED_GPIPE)
-		return bwd ? m + K + j + K - 1 - d : j + d;
-	if (bwd)
-		return 2 * K - 1 - d + 2 * j;
-	return j <= K - 1 - d ? d + j : d + 2 * j;
-}
-
-static int cmp_item(const void *pa, const void *pb)
-{
-	const struct sim_item *a = pa, *b = pb;
-
-	if (a->key != b->key)
-		return a->key < b->key ? -1 : 1;
-	if (a->bwd != b->bwd)
-		return a->bwd - b->bwd;
-	if (a->stage != b->stage)
-		return a->stage - b->stage;
-	return a->mb - b->mb;
-}
-
+/* Items run in the order of sched_order() (core/sched.c), the order the
+ * runtime runs them in too. */
 static int layout_items(struct sim *s, const struct plan *pl)
 {
 	struct sim_work *w = s->w;
-	int n = 0, K = w->depth_max + 1;
 
 	if (RESERVE(w, items, (size_t)2 * w->nstages * w->m))
 		return AP_EFAIL;
-	for (int st = 0; st < w->nstages; st++)
-		for (int j = 0; j < w->m; j++)
-			for (int bwd = 0; bwd < 2; bwd++) {
-				struct sim_item *it = &w->items[n++];
-
-				it->stage = st;
-				it->mb = j;
-				it->bwd = bwd;
-				it->key = item_key(pl->sched, K, w->m,
-						   w->stage_depth[st], j, bwd);
-			}
-	qsort(w->items, (size_t)n, sizeof *w->items, cmp_item);
-	w->nitems = n;
+	sched_order(pl->sched, w->nstages, w->stage_depth, w->m, w->items);
+	w->nitems = 2 * w->nstages * w->m;
 	return AP_OK;
 }
 

@@ -273,7 +273,7 @@ int sim_schedule_from(struct sim *s, int opt_copies, int from)
 	else
 		reset(w);
 	for (int it = 0; it < w->nitems && !st; it++) {
-		const struct sim_item *x = &w->items[it];
+		const struct sched_item *x = &w->items[it];
 		int a = w->stage_ops_ofs[x->stage], b = w->stage_ops_ofs[x->stage + 1];
 
 		for (int k = 0; k < b - a && !st; k++, step++) {

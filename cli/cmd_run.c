@@ -1,0 +1,411 @@
+/*
+ * `autopar run`: executes a plan for real (DESIGN section 7), one process
+ * per device of the plan.  Outside an MPI job it re-launches itself under
+ * mpirun (runtime/launch.c); every rank then loads the same plan, builds
+ * its part (runtime/exec.h) and trains for --warmup + --steps steps.  The
+ * step time is the slowest rank's; samples/s is the batch over the median
+ * step after warm-up, with the 10th and 90th percentile as its spread.
+ * --check trains the same steps on one device and compares the loss of
+ * every step and every weight at the end (runtime/check.h).  -o appends
+ * one row to a results CSV with the simulator's prediction beside the
+ * measurement.
+ *
+ * A failing rank aborts the whole job (the transport's abort), so no rank
+ * is left waiting for a message that will never come.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "backend.h"
+#include "check.h"
+#include "clock.h"
+#include "commands.h"
+#include "csvio.h"
+#include "datadir.h"
+#include "err.h"
+#include "exec.h"
+#include "launch.h"
+#include "load.h"
+#include "model_io.h"
+#include "plan.h"
+#include "sim.h"
+#include "transport.h"
+
+#define WHO "autopar run"
+
+#define RUN_HEADER                                                                  \
+	"model,batch,cluster,planner,schedule,microbatches,stages,ranks,steps,warmup," \
+	"pred_iter_ms,meas_iter_ms,meas_iter_ms_p10,meas_iter_ms_p90,samples_per_s,"  \
+	"loss_first,loss_last,check_rel_diff"
+
+
+struct run_out {
+	int steps, warmup, ranks;
+	double pred_ms, med_ms, p10_ms, p90_ms, loss_first, loss_last, check;
+};
+
+/* A fault to inject, for testing that a failing rank ends the job. */
+struct fault {
+	int rank;
+	long long step;
+	int kill; /* 1: the rank dies of SIGKILL; 0: a kernel reports an error */
+};
+
+static int parse_fault(const char *s, struct fault *f)
+{
+	char how[16] = "";
+
+	f->rank = -1;
+	if (!s)
+		return AP_OK;
+	if (sscanf(s, "%d:%lld:%15s", &f->rank, &f->step, how) != 3 || f->rank < 0 ||
+	    f->step < 0 || (strcmp(how, "kill") && strcmp(how, "error")))
+		return ap_err(AP_EINPUT, "--inject-fault", 0,
+			      "expected RANK:STEP:kill or RANK:STEP:error, got '%s'", s);
+	f->kill = !strcmp(how, "kill");
+	return AP_OK;
+}
+
+static double predict_ms(struct plan_inputs *in)
+{
+	struct sim s = { 0 };
+	struct sim_result r;
+	double ms = NAN;
+
+	if (!sim_init(&s, &in->g, &in->p, &in->c) && !sim_run(&s, &in->pl, NULL, &r))
+		ms = r.iter_s * 1e3;
+	if (s.w)
+		sim_release(&s);
+	return ms;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double percentile(const double *sorted, int n, double q)
+{
+	double at = q * (n - 1);
+	int lo = (int)floor(at);
+
+	if (lo + 1 >= n)
+		return sorted[n - 1];
+	return sorted[lo] + (at - lo) * (sorted[lo + 1] - sorted[lo]);
+}
+
+/* Compares the plan's training with the reference on rank 0; collective. */
+static int check(struct plan_inputs *in, struct exec *e, struct transport *t,
+		 const struct backend *be, const struct exec_opts *o, int nsteps,
+		 const double *losses, double *worst)
+{
+	const struct graph *g = &in->g;
+	float **mine = calloc((size_t)g->nops, sizeof *mine);
+	float **ref = calloc((size_t)g->nops, sizeof *ref);
+	double *rl = calloc((size_t)nsteps, sizeof *rl);
+	struct plan rp;
+	int st = mine && ref && rl ? AP_OK : ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	const char *where = "loss";
+
+	plan_init(&rp);
+	for (int i = 0; i < g->nops && !st; i++) {
+		if (g->ops[i].params <= 0 || t->rank != 0)
+			continue;
+		mine[i] = calloc((size_t)g->ops[i].params, sizeof **mine);
+		ref[i] = calloc((size_t)g->ops[i].params, sizeof **ref);
+		if (!mine[i] || !ref[i])
+			st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (int i = 0; i < g->nops && !st; i++)
+		if (g->ops[i].params > 0)
+			st = exec_gather_params(e, i, mine[i]);
+	*worst = 0;
+	if (!st && t->rank == 0) {
+		st = check_reference_plan(g, &in->pl, &rp);
+		if (!st)
+			st = check_train(g, &rp, be, o, nsteps, rl, ref);
+		for (int s = 0; s < nsteps && !st; s++) {
+			double d = fabs(losses[s] - rl[s]) / fmax(fabs(rl[s]), 1e-30);
+
+			if (!(d <= *worst))
+				*worst = d;
+		}
+		for (int i = 0; i < g->nops && !st; i++) {
+			double d;
+
+			if (!mine[i])
+				continue;
+			d = check_rel_diff(mine[i], ref[i], g->ops[i].params);
+			if (!(d <= *worst)) {
+				*worst = d;
+				where = g->ops[i].name;
+			}
+		}
+		if (!st)
+			printf("check: %d steps against one device: largest relative difference %.3g (%s)\n",
+			       nsteps, *worst, where);
+	}
+	if (!st)
+		st = t->ops->max(t, worst, 1);
+	for (int i = 0; i < g->nops; i++) {
+		if (mine)
+			free(mine[i]);
+		if (ref)
+			free(ref[i]);
+	}
+	free(mine);
+	free(ref);
+	free(rl);
+	plan_release(&rp);
+	return st;
+}
+
+struct row_ctx {
+	const char *path;
+	const struct plan_inputs *in;
+	const struct run_out *r;
+};
+
+static void put_num(FILE *f, double x)
+{
+	putc(',', f);
+	if (isfinite(x))
+		csvio_put_number(f, x, 1);
+}
+
+/* The existing rows (when the header is ours), then the new one. */
+static int write_rows(FILE *f, void *ctx)
+{
+	const struct row_ctx *c = ctx;
+	const struct plan_inputs *in = c->in;
+	const struct run_out *r = c->r;
+	FILE *old = fopen(c->path, "r");
+	char line[4096];
+
+	if (old && fgets(line, sizeof line, old) && !strncmp(line, RUN_HEADER, strlen(RUN_HEADER))) {
+		fputs(line, f);
+		while (fgets(line, sizeof line, old))
+			fputs(line, f);
+	} else {
+		fputs(RUN_HEADER "\n", f);
+	}
+	if (old)
+		fclose(old);
+	csvio_put_text(f, in->g.name);
+	fprintf(f, ",%lld,", (long long)in->g.batch);
+	csvio_put_text(f, in->c.name);
+	putc(',', f);
+	csvio_put_text(f, in->pl.planner);
+	fprintf(f, ",%s,%d,%d,%d,%d,%d", sched_name(in->pl.sched), in->pl.microbatches,
+		in->pl.nstages, r->ranks, r->steps, r->warmup);
+	put_num(f, r->pred_ms);
+	put_num(f, r->med_ms);
+	put_num(f, r->p10_ms);
+	put_num(f, r->p90_ms);
+	put_num(f, in->g.batch / (r->med_ms * 1e-3));
+	put_num(f, r->loss_first);
+	put_num(f, r->loss_last);
+	put_num(f, r->check);
+	putc('\n', f);
+	return ferror(f) ? AP_EFAIL : AP_OK;
+}
+
+static int check_existing(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int ok = 1;
+
+	if (!f)
+		return AP_OK;
+	if (fgets(line, sizeof line, f))
+		ok = !strncmp(line, RUN_HEADER, strlen(RUN_HEADER));
+	fclose(f);
+	if (!ok)
+		return ap_err(AP_EINPUT, path, 1, "expected the header of a run results file (%s)",
+			      RUN_HEADER);
+	return AP_OK;
+}
+
+/* The training loop of every rank. */
+static int train(struct plan_inputs *in, struct transport *t, const struct backend *be,
+		 const struct exec_opts *o, int do_check, const struct fault *fault,
+		 struct run_out *r)
+{
+	int n = r->warmup + r->steps, st;
+	double *ms = calloc((size_t)n, sizeof *ms), *loss = calloc((size_t)n, sizeof *loss);
+	struct exec *e = NULL;
+
+	if (!ms || !loss) {
+		free(ms);
+		free(loss);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	st = exec_create(&e, &in->g, &in->pl, be, t, o);
+	for (int s = 0; s < n && !st; s++) {
+		double t0;
+
+		if (fault->rank == t->rank && fault->step == s) {
+			if (fault->kill)
+				raise(SIGKILL);
+			st = ap_err(AP_EFAIL, "--inject-fault", 0, "rank %d: injected kernel error at step %d",
+				    t->rank, s);
+			break;
+		}
+		st = t->ops->barrier(t);
+		t0 = now_s();
+		if (!st)
+			st = exec_step(e, s, &loss[s]);
+		ms[s] = (now_s() - t0) * 1e3;
+		if (!st)
+			st = t->ops->max(t, &ms[s], 1);
+	}
+	if (!st) {
+		qsort(ms + r->warmup, (size_t)r->steps, sizeof *ms, cmp_double);
+		r->med_ms = percentile(ms + r->warmup, r->steps, 0.5);
+		r->p10_ms = percentile(ms + r->warmup, r->steps, 0.1);
+		r->p90_ms = percentile(ms + r->warmup, r->steps, 0.9);
+		r->loss_first = loss[0];
+		r->loss_last = loss[n - 1];
+	}
+	if (!st && do_check)
+		st = check(in, e, t, be, o, n, loss, &r->check);
+	exec_free(e);
+	free(ms);
+	free(loss);
+	return st;
+}
+
+static int run(int argc, char **argv)
+{
+	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL;
+	long long steps = 20, pool = 4;
+	uint64_t warmup = 3, seed = 1;
+	int do_check = 0, npos, st;
+	const struct opt opts[] = {
+		{ NULL, "--steps", OPT_POS_INT, &steps },
+		{ NULL, "--warmup", OPT_SEED, &warmup },
+		{ NULL, "--check", OPT_FLAG, &do_check },
+		{ NULL, "--seed", OPT_SEED, &seed },
+		{ NULL, "--lr", OPT_STR, &lr_s },
+		{ NULL, "--pool", OPT_POS_INT, &pool },
+		{ NULL, "--tolerance", OPT_STR, &tol_s },
+		{ "-o", "--output", OPT_STR, &out },
+		{ NULL, "--inject-fault", OPT_STR, &fault_s },
+		{ 0 },
+	};
+	const struct backend *be = &backend_cpu;
+	struct exec_opts o = { .lr = 0.02f, .momentum = 0.9f };
+	struct plan_inputs in;
+	struct run_out r = { 0 };
+	struct transport t = { 0 };
+	struct fault fault;
+	double tol = 1e-5;
+	char *end;
+
+	plan_inputs_init(&in);
+	st = args_parse("run", argc, argv, opts, &in.path, 1, &npos);
+	if (!st && npos != 1)
+		st = ap_err(AP_EINPUT, "run", 0, "expected one plan file (see autopar help run)");
+	if (!st && lr_s && (o.lr = strtof(lr_s, &end), *end || !(o.lr > 0)))
+		st = ap_err(AP_EINPUT, "--lr", 0, "expected a positive number, got '%s'", lr_s);
+	if (!st && tol_s && (tol = strtod(tol_s, &end), *end || !(tol > 0)))
+		st = ap_err(AP_EINPUT, "--tolerance", 0, "expected a positive number, got '%s'",
+			    tol_s);
+	if (!st)
+		st = parse_fault(fault_s, &fault);
+	if (!st && steps > 1000000)
+		st = ap_err(AP_EINPUT, "--steps", 0, "expected at most 1000000 steps");
+	if (!st && warmup > 1000000)
+		st = ap_err(AP_EINPUT, "--warmup", 0, "expected at most 1000000 steps");
+	if (!st && out)
+		st = check_existing(out);
+	if (!st)
+		st = load_plan_inputs(&in, NULL, NULL, NULL, 0);
+	if (!st)
+		st = exec_supported(&in.g, &in.pl, be, in.path);
+	if (st)
+		goto out;
+	r.steps = (int)steps;
+	r.warmup = (int)warmup;
+	r.ranks = exec_ranks(&in.pl);
+	o.seed = seed;
+	o.pool = (int)pool;
+	if (!transport_mpi_in_job() && r.ranks > 1) {
+		st = launch_mpirun(r.ranks, argc, argv);
+		goto out;
+	}
+	if (transport_mpi_in_job())
+		st = transport_mpi_init(&t, &argc, &argv);
+	else
+		transport_self_init(&t);
+	if (st)
+		goto out;
+	if (t.rank == 0)
+		printf("%s: %s (batch %lld) on %d rank%s, %s, %s, %d micro-batch%s; backend %s\n",
+		       in.path, in.g.name, (long long)in.g.batch, r.ranks, r.ranks == 1 ? "" : "s",
+		       in.pl.planner, sched_name(in.pl.sched), in.pl.microbatches,
+		       in.pl.microbatches == 1 ? "" : "es", be->describe());
+	r.pred_ms = predict_ms(&in);
+	r.check = NAN;
+	st = train(&in, &t, be, &o, do_check, &fault, &r);
+	if (st) {
+		fflush(stdout);
+		t.ops->abort(&t, st);
+	}
+	if (t.rank == 0) {
+		printf("  loss         %.4f -> %.4f over %d steps\n", r.loss_first, r.loss_last,
+		       r.warmup + r.steps);
+		printf("  iteration    %.3f ms median (p10 %.3f, p90 %.3f) over %d steps after %d warm-up; predicted %.3f ms\n",
+		       r.med_ms, r.p10_ms, r.p90_ms, r.steps, r.warmup, r.pred_ms);
+		printf("  throughput   %.1f samples/s\n", in.g.batch / (r.med_ms * 1e-3));
+		if (do_check && !(r.check <= tol)) {
+			ap_err(AP_EFAIL, in.path, 0,
+			       "check failed: relative difference %.3g above the tolerance %.3g",
+			       r.check, tol);
+			st = AP_EFAIL;
+		}
+		if (out && !st) {
+			struct row_ctx c = { out, &in, &r };
+
+			st = write_atomic(out, write_rows, &c);
+		}
+	}
+	if (!st && do_check && !(r.check <= tol))
+		st = AP_EFAIL;
+	t.ops->release(&t);
+out:
+	plan_inputs_release(&in);
+	return st;
+}
+
+const struct command cmd_run = {
+	.name = "run",
+	.summary = "execute a plan on CPU ranks and measure it",
+	.usage = "usage: autopar run PLAN.json [--steps N] [--warmup N] [--check] [--seed N]\n"
+		 "                  [--lr X] [--pool N] [--tolerance X] [-o RESULTS.csv]\n\n"
+		 "Trains the plan's model with one process per device of the plan (MPI\n"
+		 "ranks; started under mpirun when run outside an MPI job, which is also\n"
+		 "how a multi-node job is run: mpirun -hostfile H -np N autopar run ...).\n"
+		 "Prints the loss, the median iteration time after warm-up with its\n"
+		 "spread, samples/s and the simulator's prediction.\n\n"
+		 "  --steps N           timed steps (default 20)\n"
+		 "  --warmup N          untimed steps first (default 3)\n"
+		 "  --check             also train on one device and compare the loss of\n"
+		 "                      every step and all weights at the end (exit 1 when\n"
+		 "                      they differ by more than the tolerance)\n"
+		 "  --tolerance X       relative difference --check accepts (default 1e-5)\n"
+		 "  --seed N            seed of data, labels and initial weights (default 1)\n"
+		 "  --lr X              learning rate of SGD with momentum 0.9 (default 0.02)\n"
+		 "  --pool N            distinct batches the steps cycle through (default 4)\n"
+		 "  -o, --output FILE   append one row to a results CSV\n"
+		 "  --inject-fault RANK:STEP:kill|error\n"
+		 "                      make a rank fail, to test that the job ends\n",
+	.run = run,
+};

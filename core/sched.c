@@ -1,0 +1,67 @@
+/*
+ * The order of a schedule, shared by the simulator (sim_layout.c) and the
+ * runtime, so that what is predicted is what is run.
+ */
+#include "plan.h"
+
+#include <stdlib.h>
+
+/*
+ * Every stage's forward and backward of every micro-batch is an item with
+ * a key; items run in key order, and that order is each resource's order
+ * of work (sim_sched.c).  The keys are the start slots of the schedule
+ * when every stage's forward and backward take one slot, with d the
+ * stage's depth and K the number of depths:
+ *   gpipe  F(j, d) = j + d                 B(j, d) = m + K + j + K - 1 - d
+ *   1f1b   F(j, d) = d + j  (j <= K-1-d)   B(j, d) = 2K - 1 - d + 2j
+ *                  = d + 2j (j > K-1-d)
+ * For 1F1B this is PipeDream-Flush (Narayanan et al., ICML 2021, fig. 3):
+ * K - 1 - d warm-up forwards, one forward and one backward alternating,
+ * then the remaining backwards.  Both keys rise with d in the forward and
+ * fall with d in the backward, and F(j, d) < B(j, d'), so every task comes
+ * after all it depends on: the order is a topological one, which is what
+ * lets the scheduler compute every start time in one pass.
+ */
+static int64_t item_key(enum sched_kind k, int64_t K, int64_t m, int64_t d,
+			int64_t j, int bwd)
+{
+	if (k == SCHED_GPIPE)
+		return bwd ? m + K + j + K - 1 - d : j + d;
+	if (bwd)
+		return 2 * K - 1 - d + 2 * j;
+	return j <= K - 1 - d ? d + j : d + 2 * j;
+}
+
+
+static int cmp_item(const void *pa, const void *pb)
+{
+	const struct sched_item *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	if (a->bwd != b->bwd)
+		return a->bwd - b->bwd;
+	if (a->stage != b->stage)
+		return a->stage - b->stage;
+	return a->mb - b->mb;
+}
+
+void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
+		 struct sched_item *items)
+{
+	int n = 0, K = 1;
+
+	for (int st = 0; st < nstages; st++)
+		K = depth[st] + 1 > K ? depth[st] + 1 : K;
+	for (int st = 0; st < nstages; st++)
+		for (int j = 0; j < m; j++)
+			for (int bwd = 0; bwd < 2; bwd++) {
+				struct sched_item *it = &items[n++];
+
+				it->stage = st;
+				it->mb = j;
+				it->bwd = bwd;
+				it->key = item_key(k, K, m, depth[st], j, bwd);
+			}
+	qsort(items, (size_t)n, sizeof *items, cmp_item);
+}

@@ -1,0 +1,90 @@
+/*
+ * The backend table of the runtime (DESIGN section 7): everything that
+ * touches a device's memory and arithmetic, as function pointers, so the
+ * executor (exec.c) runs the same task list on any backend.  A backend
+ * fills one `struct backend`: an entry per operator kind (forward,
+ * backward, workspace size; NULL where the kind is not implemented), GEMM,
+ * the optimizer step and memory management.  The CPU backend is
+ * backend_cpu.c with kernels in cpu_*.c; a CUDA backend fills the same
+ * table from its own files.
+ *
+ * A kernel runs one shard of one operator for one micro-batch.  It sees
+ * the shard's local shapes only (struct kern): the regions of its inputs
+ * that the executor gathered and the region of the output it owns, and the
+ * shard's slice of the parameters (parameters are indexed by the output
+ * channel, so a c-split shard holds rows c_lo..c_lo+out_c-1).  Every
+ * tensor is float32 in its shape's memory order; token ids and labels are
+ * stored as floats (exact below 2^24).
+ */
+#ifndef AUTOPAR_BACKEND_H
+#define AUTOPAR_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+#define KERN_MAX_IN 8
+
+/* One operator shard, fixed for a run. */
+struct kern {
+	const struct op *op;
+	int op_index;
+	int nin;
+	struct shape in[KERN_MAX_IN]; /* local input regions */
+	struct shape out;             /* local output region */
+	int64_t c_lo;                 /* first output channel of the shard */
+	int64_t nparams;              /* floats of the shard's parameters */
+	/* Where the local output sits in the whole batch's output: element
+	 * (i0, i1, ..) is element (glo[0] + i0, glo[1] + i1, ..) of a tensor
+	 * of sizes gsize[] (dims in the output's memory order; glo[0] adds the
+	 * micro-batch's first sample).  Dropout hashes the global position, so
+	 * its mask does not depend on how the op is split. */
+	int64_t glo[MAX_RANK], gsize[MAX_RANK];
+};
+
+/* The buffers of one call.  Backward: din[k] (NULL when input k needs no
+ * gradient) is overwritten, dw is accumulated into (micro-batches add up). */
+struct kbufs {
+	const float *in[KERN_MAX_IN];
+	float *din[KERN_MAX_IN];
+	const float *w;
+	float *dw;
+	float *out;
+	const float *dout;
+	float *ws;              /* ws_floats() floats, kept from fwd to bwd */
+	const float *labels;    /* loss: class per output element */
+	uint64_t salt;          /* dropout: differs per step */
+	int64_t n0;             /* the micro-batch's first sample in the batch */
+};
+
+struct kernel_ops {
+	int (*fwd)(const struct kern *k, struct kbufs *b);
+	int (*bwd)(const struct kern *k, struct kbufs *b);
+	/* workspace floats kept per micro-batch; NULL: none */
+	int64_t (*ws_floats)(const struct kern *k);
+};
+
+struct backend {
+	const char *name;
+	const struct kernel_ops *ops[NOP_KINDS];
+	/* C[m x n] = alpha op(A) op(B) + beta C, row-major */
+	void (*gemm)(int trans_a, int trans_b, int m, int n, int k, float alpha,
+		     const float *a, int lda, const float *b, int ldb, float beta,
+		     float *c, int ldc);
+	/* SGD with momentum, as PyTorch: v = mu v + g; w -= lr v */
+	void (*sgd)(float *w, float *v, const float *g, int64_t n, float lr, float mu);
+	void *(*alloc)(size_t bytes);   /* zeroed */
+	void (*release)(void *p);
+	/* readies the backend in this process (called by every rank) */
+	int (*init)(void);
+	/* a short description of what the backend runs on, for messages */
+	const char *(*describe)(void);
+};
+
+extern const struct backend backend_cpu;
+
+/* The backend named name ("cpu"), or NULL. */
+const struct backend *backend_find(const char *name);
+
+#endif

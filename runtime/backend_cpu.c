@@ -1,0 +1,95 @@
+/*
+ * The CPU backend: plain C kernels (cpu_*.c) with GEMM through OpenBLAS,
+ * filled into the backend table of backend.h.  One rank is one CPU
+ * "device", so OpenBLAS runs single-threaded: ranks, not BLAS threads,
+ * are the parallelism the plan describes.
+ */
+#include "cpu_kern.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
+	      const float *a, int lda, const float *b, int ldb, float beta,
+	      float *c, int ldc)
+{
+	if (m <= 0 || n <= 0)
+		return;
+	if (k <= 0) {
+		for (int i = 0; i < m; i++)
+			for (int j = 0; j < n; j++)
+				c[(int64_t)i * ldc + j] *= beta;
+		return;
+	}
+	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+		    trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+		    beta, c, ldc);
+}
+
+static void cpu_sgd(float *w, float *v, const float *g, int64_t n, float lr, float mu)
+{
+	for (int64_t i = 0; i < n; i++) {
+		v[i] = mu * v[i] + g[i];
+		w[i] -= lr * v[i];
+	}
+}
+
+static void *cpu_alloc(size_t bytes)
+{
+	return calloc(bytes ? bytes : 1, 1);
+}
+
+static int cpu_init(void)
+{
+	openblas_set_num_threads(1);
+	return 0;
+}
+
+static const char *cpu_describe(void)
+{
+	return "cpu (OpenBLAS, one thread per rank)";
+}
+
+const struct backend backend_cpu = {
+	.name = "cpu",
+	.ops = {
+		[OP_CONV2D] = &cpu_conv2d,
+		[OP_MAXPOOL] = &cpu_maxpool,
+		[OP_AVGPOOL] = &cpu_avgpool,
+		[OP_ADAPTIVE_AVGPOOL] = &cpu_adaptive_avgpool,
+		[OP_LINEAR] = &cpu_linear,
+		[OP_MATMUL] = &cpu_matmul,
+		[OP_RELU] = &cpu_relu,
+		[OP_GELU] = &cpu_gelu,
+		[OP_TANH] = &cpu_tanh,
+		[OP_SIGMOID] = &cpu_sigmoid,
+		[OP_ADD] = &cpu_add,
+		[OP_MUL] = &cpu_mul,
+		[OP_CONCAT] = &cpu_concat,
+		[OP_LAYERNORM] = &cpu_layernorm,
+		[OP_DROPOUT] = &cpu_dropout,
+		[OP_EMBEDDING] = &cpu_embedding,
+		[OP_ATTENTION] = &cpu_attention,
+		[OP_SOFTMAX] = &cpu_softmax,
+		[OP_LOSS] = &cpu_loss,
+		[OP_FLATTEN] = &cpu_identity,
+		[OP_RESHAPE] = &cpu_identity,
+	},
+	.gemm = cpu_gemm,
+	.sgd = cpu_sgd,
+	.alloc = cpu_alloc,
+	.release = free,
+	.init = cpu_init,
+	.describe = cpu_describe,
+};
+
+const struct backend *backend_find(const char *name)
+{
+	static const struct backend *const all[] = { &backend_cpu };
+
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		if (strcmp(all[i]->name, name) == 0)
+			return all[i];
+	return NULL;
+}

@@ -1,0 +1,28 @@
+/*
+ * --check of `autopar run`: the same training on one device, to compare
+ * a plan's execution with.  For the synchronous schedules the reference is
+ * plain single-device training of the whole batch; for PipeDream's
+ * asynchronous 1F1B it is the plan's own stages and micro-batches on one
+ * device, which runs the same items in the same order and so applies the
+ * same weight versions (a single-process simulation of weight stashing).
+ */
+#ifndef AUTOPAR_CHECK_H
+#define AUTOPAR_CHECK_H
+
+#include <stdint.h>
+
+#include "exec.h"
+
+/* The reference plan of p (plan_release() it). */
+int check_reference_plan(const struct graph *g, const struct plan *p, struct plan *ref);
+
+/* Trains ref in this process for nsteps: losses[nsteps], and the whole
+ * parameters of every op into params[i] (g->ops[i].params floats each,
+ * NULL for ops without). */
+int check_train(const struct graph *g, const struct plan *ref, const struct backend *be,
+		const struct exec_opts *o, int nsteps, double *losses, float **params);
+
+/* max |a - b| / max |b|: the relative difference of two tensors. */
+double check_rel_diff(const float *a, const float *b, int64_t n);
+
+#endif

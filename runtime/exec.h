@@ -1,0 +1,58 @@
+/*
+ * The executor of the runtime (DESIGN section 7): one rank's part of a
+ * plan, run step by step.  exec_create() derives from the plan what this
+ * rank holds (exec_layout.c): its shard of every operator it runs, with
+ * its parameter slice, the regions of inputs it gathers, the transfers it
+ * sends and receives and the replica groups it all-reduces in; and the
+ * order of the schedule's items (core/sched.c, the order the simulator
+ * predicts).  exec_step() runs one training step (exec.c): every item in
+ * order, forward tasks in graph order, backward tasks in reverse, each
+ * output region sent where it is consumed and each gradient sent back to
+ * where it was produced; then the gradient all-reduces and the optimizer.
+ *
+ * Schedules: GPipe and 1F1B (PipeDream-Flush) accumulate the gradients of
+ * all micro-batches and update once per step, so they train exactly as one
+ * device does.  PipeDream's asynchronous 1F1B updates each op's weights
+ * after every micro-batch's backward and keeps (stashes) the version a
+ * micro-batch's forward used for its backward (Narayanan et al., SOSP
+ * 2019, section 3.3); a step here runs its m micro-batches in 1F1B order
+ * and drains the pipeline at its end.
+ */
+#ifndef AUTOPAR_EXEC_H
+#define AUTOPAR_EXEC_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "graph.h"
+#include "plan.h"
+#include "transport.h"
+
+struct exec_opts {
+	uint64_t seed;   /* data, labels and initial weights */
+	int pool;        /* distinct batches the steps cycle through */
+	float lr, momentum;
+};
+
+struct exec;
+
+/* Whether backend be can run every operator of p as p splits it; one
+ * message naming the first operator it cannot run (AP_EINPUT). */
+int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
+		   const char *path);
+
+/* The ranks p needs: its highest device id + 1. */
+int exec_ranks(const struct plan *p);
+
+/* Collective over t's ranks. */
+int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
+		const struct backend *be, struct transport *t, const struct exec_opts *o);
+/* One training step; *loss (every rank) is the batch's mean loss before
+ * the update. */
+int exec_step(struct exec *e, int64_t step, double *loss);
+/* Collective: the whole parameters of op i on rank 0 (into full, which
+ * holds g->ops[i].params floats there; other ranks pass NULL). */
+int exec_gather_params(struct exec *e, int i, float *full);
+void exec_free(struct exec *e);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * Inside the executor: what exec_layout.c derives from a plan for one rank
+ * and exec.c runs.  Not an interface: only runtime/exec*.c include it.
+ *
+ * Every rank builds the same list of transfers (all pieces of all inputs
+ * that cross ranks, in one deterministic order), so a transfer's index is
+ * its message tag on both sides: 2x forward, 2x + 1 its gradient.
+ */
+#ifndef AUTOPAR_EXEC_IMPL_H
+#define AUTOPAR_EXEC_IMPL_H
+
+#include "data.h"
+#include "exec.h"
+#include "region.h"
+
+/* A piece of an input that a consumer shard gathers. */
+struct src {
+	int op, k, rank; /* the producer shard and where it runs */
+	int xfer;        /* the transfer when rank differs, else -1 */
+	struct region o; /* the piece: the overlap of produced and needed */
+};
+
+struct xfer {
+	int prod_op, prod_rank, cons_op, cons_rank;
+	int no_grad;     /* the producer is an input: no gradient goes back */
+	struct region o;
+	float **sbuf;    /* sender's staging: [2m], forward then backward */
+};
+
+/* This rank's shard of an op. */
+struct rshard {
+	int op, k;
+	int cidx;                     /* index along c: the replica group */
+	struct region reg;            /* output region, n within a micro-batch */
+	struct kern kern;
+	const struct kernel_ops *ko;
+	struct region inreg[KERN_MAX_IN];
+	int nsrc[KERN_MAX_IN];
+	struct src *src[KERN_MAX_IN];
+	int alias[KERN_MAX_IN];       /* input k is a local producer's output */
+	int64_t nparams;
+	float *w, *dw, *mom;
+	float **stash;                /* [m]: weights micro-batch j runs with */
+	int gid;                      /* replica group, -1 alone */
+	float **out, **dout, **ws;    /* [m] */
+	float **in;                   /* [m * nin] gathered inputs */
+	float *din[KERN_MAX_IN];      /* one micro-batch's input gradients */
+	float **cache;                /* inputs and labels: [pool * m] */
+	int *sends, nsends;           /* transfers of this shard's output */
+};
+
+struct exec {
+	const struct graph *g;
+	const struct plan *p;
+	const struct backend *be;
+	struct transport *t;
+	struct exec_opts o;
+	int m;
+	int64_t mb_n;
+	int64_t step;                 /* the step being run */
+	double loss_scale;            /* 1 / loss positions in the batch */
+	int *mine;                    /* per op: index in sh, or -1 */
+	struct rshard *sh;
+	int nsh;
+	struct xfer *xf;
+	int nxf, cap_xf;
+	float *rbuf;                  /* receive staging, the largest piece */
+	int64_t rbuf_n;
+	struct sched_item *items;
+	int nitems;
+	int *stage_ops_ofs, *stage_ops; /* ops of each stage index, graph order */
+	struct data data;
+};
+
+/* exec_layout.c */
+int exec_layout(struct exec *e);
+void exec_layout_release(struct exec *e);
+
+/* The region shard k of op i owns, for one micro-batch of mb_n samples;
+ * its coordinates along every dim into coord (may be NULL). */
+void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k,
+		       int64_t mb_n, struct region *r, int coord[NDIMS]);
+
+#endif

@@ -1,0 +1,596 @@
+/*
+ * What a plan makes for one rank (exec_impl.h): which splits the runtime
+ * can execute, this rank's shards with their parameter slices and
+ * buffers, the pieces each shard gathers of its inputs, the transfers
+ * between ranks, the replica groups, and the order of the schedule.
+ *
+ * Regions follow the simulator (core/sim_layout.c): shard k of an op owns
+ * [i*S/D, (i+1)*S/D) of every dim of its output, i its coordinate in
+ * row-major order over n, c, h, w, l; a consumer shard needs its own
+ * fraction of the input dims that follow its split (op_input_follows())
+ * and the whole of every other dim, and gets each overlapping piece from
+ * the producer shard that owns it.
+ */
+#include "exec_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "grow.h"
+#include "params.h"
+#include "profiler.h"
+
+#define BIT(d) (1u << (d))
+
+int exec_ranks(const struct plan *p)
+{
+	int n = 1;
+
+	for (int i = 0; i < p->nops; i++)
+		for (int k = 0; k < p->ops[i].ndev; k++)
+			if (p->ops[i].devices[k] + 1 > n)
+				n = p->ops[i].devices[k] + 1;
+	return n;
+}
+
+/* The dims along which the runtime can split op (beyond what the plan
+ * validator allows): n always; the rest where a shard computes its part
+ * from whole inputs without a halo or a partial sum. */
+static unsigned runnable_dims(const struct graph *g, const struct op *op)
+{
+	unsigned all = (1u << NDIMS) - 1;
+
+	switch (op->kind) {
+	case OP_INPUT:
+	case OP_RELU:
+	case OP_GELU:
+	case OP_TANH:
+	case OP_SIGMOID:
+	case OP_ADD:
+	case OP_MUL:
+	case OP_DROPOUT:
+		return all;
+	case OP_LINEAR: /* Krizhevsky's model parallelism: output features */
+		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L);
+	case OP_CONV2D:
+		return op->a.groups == 1 ? BIT(DIM_N) | BIT(DIM_C) : BIT(DIM_N);
+	case OP_MAXPOOL:
+	case OP_AVGPOOL:
+	case OP_ADAPTIVE_AVGPOOL:
+	case OP_EMBEDDING:
+		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L);
+	case OP_CONCAT:
+		return all & ~BIT(op->a.axis == NDIMS ? DIM_C : op->a.axis);
+	case OP_LAYERNORM:
+	case OP_SOFTMAX:
+	case OP_LOSS:
+		return op->split_mask; /* never the dim they normalise over */
+	default:
+		(void)g;
+		return BIT(DIM_N);
+	}
+}
+
+int exec_can_split(const struct graph *g, int i, const int degree[NDIMS])
+{
+	unsigned ok = runnable_dims(g, &g->ops[i]);
+
+	for (int d = 0; d < NDIMS; d++)
+		if (degree[d] > 1 && !(ok & BIT(d)))
+			return 0;
+	return 1;
+}
+
+int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
+		   const char *path)
+{
+	for (int i = 0; i < g->nops; i++) {
+		const struct op *op = &g->ops[i];
+		unsigned ok = runnable_dims(g, op);
+
+		if (op->imported || op->kind == OP_OPAQUE)
+			return ap_err(AP_EINPUT, path, 0,
+				      "operator '%s' (%s) has measured costs only: the runtime "
+				      "cannot execute it", op->name, op_kind_name(op->kind));
+		if (op->kind != OP_INPUT && !be->ops[op->kind])
+			return ap_err(AP_EINPUT, path, 0,
+				      "operator '%s' (%s) is not implemented by the %s backend",
+				      op->name, op_kind_name(op->kind), be->name);
+		if (op->nin > KERN_MAX_IN)
+			return ap_err(AP_EINPUT, path, 0,
+				      "operator '%s' has %d inputs; the runtime runs at most %d",
+				      op->name, op->nin, KERN_MAX_IN);
+		if (op->kind == OP_LINEAR && op->a.tie >= 0)
+			return ap_err(AP_EINPUT, path, 0,
+				      "operator '%s' (linear) ties its weight to '%s': not "
+				      "executable by the runtime yet", op->name,
+				      g->ops[op->a.tie].name);
+		if (op->kind == OP_LINEAR) {
+			const struct shape *x = &g->ops[op->in[0]].out;
+
+			if (x->kind[x->rank - 1] != DIM_C)
+				return ap_err(AP_EINPUT, path, 0,
+					      "operator '%s' (linear): its input's features must "
+					      "be the last dim to be run", op->name);
+		}
+		for (int d = 0; d < NDIMS; d++)
+			if (p->ops[i].degree[d] > 1 && !(ok & BIT(d)))
+				return ap_err(AP_EINPUT, path, 0,
+					      "operator '%s' (%s) split along '%s': not executable "
+					      "by the runtime yet (it splits every operator along n, "
+					      "linear and conv2d along their output channels, "
+					      "element-wise operators along any dim)",
+					      op->name, op_kind_name(op->kind), dim_name(d));
+	}
+	return AP_OK;
+}
+
+static int64_t extent(const struct shape *t, enum dim_kind d, int64_t mb_n)
+{
+	return d == DIM_N ? mb_n : shape_size(t, d);
+}
+
+void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k,
+		       int64_t mb_n, struct region *r, int coord[NDIMS])
+{
+	const int *deg = p->ops[i].degree;
+	int c[NDIMS];
+
+	for (int d = NDIMS - 1; d >= 0; d--) {
+		c[d] = k % deg[d];
+		k /= deg[d];
+	}
+	for (int d = 0; d < NDIMS; d++) {
+		int64_t sz = extent(&g->ops[i].out, d, mb_n);
+
+		r->lo[d] = c[d] * sz / deg[d];
+		r->hi[d] = (c[d] + 1) * sz / deg[d];
+		if (coord)
+			coord[d] = c[d];
+	}
+}
+
+/* What consumer shard k of op c needs of its input kk. */
+static void need_region(const struct exec *e, int c, int k, int kk, struct region *r)
+{
+	const struct op *op = &e->g->ops[c];
+	const struct shape *t = &e->g->ops[op->in[kk]].out;
+	const int *deg = e->p->ops[c].degree;
+	int coord[NDIMS];
+	struct region own;
+
+	exec_shard_region(e->g, e->p, c, k, e->mb_n, &own, coord);
+	for (int d = 0; d < NDIMS; d++) {
+		int64_t sz = extent(t, d, e->mb_n);
+
+		if (shape_dim(t, d) >= 0 && op_input_follows(op, kk, d)) {
+			r->lo[d] = coord[d] * sz / deg[d];
+			r->hi[d] = (coord[d] + 1) * sz / deg[d];
+		} else {
+			r->lo[d] = 0;
+			r->hi[d] = sz;
+		}
+	}
+}
+
+static int add_src(struct rshard *s, int kk, const struct src *x)
+{
+	struct src *v = realloc(s->src[kk], (size_t)(s->nsrc[kk] + 1) * sizeof *v);
+
+	if (!v)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	v[s->nsrc[kk]++] = *x;
+	s->src[kk] = v;
+	return AP_OK;
+}
+
+static int add_send(struct rshard *s, int x)
+{
+	int *v = realloc(s->sends, (size_t)(s->nsends + 1) * sizeof *v);
+
+	if (!v)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	v[s->nsends++] = x;
+	s->sends = v;
+	return AP_OK;
+}
+
+/* Every piece of input kk of every shard of op c: local sources and
+ * transfers, recorded where this rank takes part. */
+static int connect(struct exec *e, int c, int kk)
+{
+	const struct plan_op *pc = &e->p->ops[c];
+	int pi = e->g->ops[c].in[kk], me = e->t->rank;
+	const struct plan_op *pp = &e->p->ops[pi];
+
+	for (int k = 0; k < pc->ndev; k++) {
+		struct region need;
+		int crank = pc->devices[k];
+
+		need_region(e, c, k, kk, &need);
+		for (int kp = 0; kp < pp->ndev; kp++) {
+			struct region own;
+			struct src x = { .op = pi, .k = kp, .rank = pp->devices[kp], .xfer = -1 };
+
+			exec_shard_region(e->g, e->p, pi, kp, e->mb_n, &own, NULL);
+			if (!region_meet(&own, &need, &x.o))
+				continue;
+			if (x.rank != crank) {
+				struct xfer *t;
+
+				if (grow(&e->xf, e->nxf, &e->cap_xf, sizeof *e->xf, 16))
+					return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+				t = &e->xf[e->nxf];
+				memset(t, 0, sizeof *t);
+				t->prod_op = pi;
+				t->prod_rank = x.rank;
+				t->cons_op = c;
+				t->cons_rank = crank;
+				t->no_grad = e->g->ops[pi].kind == OP_INPUT;
+				t->o = x.o;
+				x.xfer = e->nxf++;
+				if (x.rank == me && add_send(&e->sh[e->mine[pi]], x.xfer))
+					return AP_EFAIL;
+			}
+			if (crank == me) {
+				struct rshard *s = &e->sh[e->mine[c]];
+
+				s->inreg[kk] = need;
+				if (add_src(s, kk, &x))
+					return AP_EFAIL;
+			}
+		}
+	}
+	return AP_OK;
+}
+
+static float *falloc(struct exec *e, int64_t n)
+{
+	return e->be->alloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+}
+
+#define NEW(e, p, n) (((p) = e->be->alloc((size_t)(n) * sizeof *(p))) != NULL)
+
+/* The kernel description and buffers of shard s. */
+static int shard_setup(struct exec *e, struct rshard *s)
+{
+	const struct graph *g = e->g;
+	const struct op *op = &g->ops[s->op];
+	struct kern *kn = &s->kern;
+	int m = e->m, nin = op->nin;
+
+	kn->op = op;
+	kn->op_index = s->op;
+	kn->nin = nin;
+	region_shape(&op->out, &s->reg, &kn->out);
+	kn->c_lo = s->reg.lo[DIM_C];
+	for (int q = 0; q < op->out.rank; q++) {
+		kn->glo[q] = s->reg.lo[op->out.kind[q]];
+		kn->gsize[q] = op->out.size[q];
+	}
+	for (int kk = 0; kk < nin; kk++) {
+		const struct src *x = &s->src[kk][0];
+		struct region prod;
+
+		region_shape(&g->ops[op->in[kk]].out, &s->inreg[kk], &kn->in[kk]);
+		exec_shard_region(g, e->p, op->in[kk], x->k, e->mb_n, &prod, NULL);
+		s->alias[kk] = s->nsrc[kk] == 1 && x->xfer < 0 &&
+			       region_equal(&x->o, &s->inreg[kk]) && region_equal(&prod, &x->o);
+	}
+	s->ko = op->kind == OP_INPUT ? NULL : e->be->ops[op->kind];
+	if (!NEW(e, s->out, m) || !NEW(e, s->dout, m) || !NEW(e, s->ws, m) ||
+	    !NEW(e, s->in, (size_t)m * (nin ? nin : 1)) || !NEW(e, s->stash, m))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int j = 0; j < m; j++) {
+		int64_t ws = s->ko && s->ko->ws_floats ? s->ko->ws_floats(kn) : 0;
+
+		if (op->kind != OP_INPUT && !(s->out[j] = falloc(e, shape_elems(&kn->out))))
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		if (!(s->dout[j] = falloc(e, shape_elems(&kn->out))) ||
+		    !(s->ws[j] = falloc(e, ws)))
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		for (int kk = 0; kk < nin; kk++)
+			if (!s->alias[kk] &&
+			    !(s->in[j * nin + kk] = falloc(e, shape_elems(&kn->in[kk]))))
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (int kk = 0; kk < nin; kk++)
+		if (g->ops[op->in[kk]].kind != OP_INPUT &&
+		    !(s->din[kk] = falloc(e, shape_elems(&kn->in[kk]))))
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	return AP_OK;
+}
+
+/* The shard's parameter slice, from the seeded whole tensor. */
+static int params_setup(struct exec *e, struct rshard *s)
+{
+	const struct op *op = &e->g->ops[s->op];
+	int64_t cn = s->reg.hi[DIM_C] - s->reg.lo[DIM_C];
+	float *full;
+
+	s->gid = -1;
+	if (op->params <= 0)
+		return AP_OK;
+	s->nparams = params_count(e->g, s->op, cn);
+	s->kern.nparams = s->nparams;
+	full = falloc(e, op->params);
+	if (!full || !(s->w = falloc(e, s->nparams)) || !(s->dw = falloc(e, s->nparams)) ||
+	    !(s->mom = falloc(e, s->nparams))) {
+		e->be->release(full);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	params_init(e->g, s->op, e->o.seed, full);
+	params_slice(e->g, s->op, s->reg.lo[DIM_C], cn, full, s->w, 0);
+	e->be->release(full);
+	for (int j = 0; j < e->m; j++) {
+		if (e->p->sched != SCHED_1F1B_ASYNC)
+			s->stash[j] = s->w;
+		else if (!(s->stash[j] = falloc(e, s->nparams)))
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	return AP_OK;
+}
+
+/* Inputs and labels of every batch of the pool, made once: the timed
+ * steps only read them. */
+static int data_setup(struct exec *e, struct rshard *s)
+{
+	const struct op *op = &e->g->ops[s->op];
+	int n = e->o.pool * e->m;
+
+	if (op->kind != OP_INPUT && op->kind != OP_LOSS)
+		return AP_OK;
+	if (!NEW(e, s->cache, n))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int b = 0; b < e->o.pool; b++)
+		for (int j = 0; j < e->m; j++) {
+			struct region r = s->reg;
+			float *buf = falloc(e, region_elems(&r));
+
+			if (!buf)
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			s->cache[b * e->m + j] = buf;
+			r.lo[DIM_N] += j * e->mb_n;
+			r.hi[DIM_N] += j * e->mb_n;
+			if (op->kind == OP_INPUT)
+				data_input(&e->data, s->op, b, &r, buf);
+			else if (data_labels(&e->data, s->op, b, &r, buf))
+				return AP_EFAIL;
+		}
+	return AP_OK;
+}
+
+/* Replica groups: the shards of an op with the same c index hold the same
+ * parameters and sum their gradients.  Every rank creates the same groups
+ * in the same order; ops with the same member set share one. */
+static int groups_setup(struct exec *e)
+{
+	const struct plan *p = e->p;
+	int *ranks = malloc((size_t)exec_ranks(p) * sizeof *ranks);
+	int (*seen)[2] = NULL, nseen = 0, cap = 0, st = AP_OK; /* (op, cidx) -> gid */
+	int *seen_gid = NULL;
+
+	if (!ranks)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int i = 0; i < e->g->nops && !st; i++) {
+		const struct plan_op *po = &p->ops[i];
+		int dc = po->degree[DIM_C];
+
+		if (e->g->ops[i].params <= 0 || po->ndev == dc)
+			continue;
+		for (int ci = 0; ci < dc && !st; ci++) {
+			int n = 0, gid = -1, found = -1;
+
+			for (int k = 0; k < po->ndev; k++) {
+				int coord[NDIMS];
+				struct region r;
+
+				exec_shard_region(e->g, p, i, k, e->mb_n, &r, coord);
+				if (coord[DIM_C] == ci)
+					ranks[n++] = po->devices[k];
+			}
+			/* the same member list as an earlier group: reuse it */
+			for (int q = 0; q < nseen && found < 0; q++) {
+				const struct plan_op *pq = &p->ops[seen[q][0]];
+				int m = 0, same = 1;
+
+				for (int k = 0; k < pq->ndev && same; k++) {
+					int coord[NDIMS];
+					struct region r;
+
+					exec_shard_region(e->g, p, seen[q][0], k, e->mb_n, &r, coord);
+					if (coord[DIM_C] != seen[q][1])
+						continue;
+					same = m < n && ranks[m] == pq->devices[k];
+					m++;
+				}
+				if (same && m == n)
+					found = q;
+			}
+			if (found >= 0) {
+				gid = seen_gid[found];
+			} else {
+				st = e->t->ops->group(e->t, ranks, n, &gid);
+				if (!st && (grow(&seen, nseen, &cap, sizeof *seen, 8) ||
+					    !(seen_gid = realloc(seen_gid, (size_t)cap * sizeof *seen_gid))))
+					st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+				if (!st) {
+					seen[nseen][0] = i;
+					seen[nseen][1] = ci;
+					seen_gid[nseen++] = gid;
+				}
+			}
+			if (!st && e->mine[i] >= 0 && e->sh[e->mine[i]].cidx == ci)
+				e->sh[e->mine[i]].gid = gid;
+		}
+	}
+	free(ranks);
+	free(seen);
+	free(seen_gid);
+	return st;
+}
+
+/* Stage depths (longest path along `next`) and the order of the items. */
+static int order_setup(struct exec *e)
+{
+	const struct plan *p = e->p;
+	int n = p->nstages, *depth = calloc((size_t)n, sizeof *depth);
+	int *pos = malloc((size_t)n * sizeof *pos), np = 0;
+
+	if (!depth || !pos || !NEW(e, e->items, 2 * n * e->m) ||
+	    !NEW(e, e->stage_ops_ofs, n + 1) || !NEW(e, e->stage_ops, e->g->nops)) {
+		free(depth);
+		free(pos);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (int k = 0; k < n; k++)
+		pos[p->stages[k].id] = k;
+	for (int pass = 0; pass < n; pass++)
+		for (int k = 0; k < n; k++)
+			for (int x = 0; x < p->stages[k].nnext; x++) {
+				int t = pos[p->stages[k].next[x]];
+
+				if (depth[t] < depth[k] + 1)
+					depth[t] = depth[k] + 1;
+			}
+	sched_order(p->sched, n, depth, e->m, e->items);
+	e->nitems = 2 * n * e->m;
+	for (int k = 0; k < n; k++) {
+		e->stage_ops_ofs[k] = np;
+		for (int i = 0; i < e->g->nops; i++)
+			if (pos[p->ops[i].stage] == k)
+				e->stage_ops[np++] = i;
+	}
+	e->stage_ops_ofs[n] = np;
+	free(depth);
+	free(pos);
+	return AP_OK;
+}
+
+/* Staging buffers: each transfer this rank sends, per micro-batch and
+ * direction; one receive buffer for the largest piece. */
+static int xfer_setup(struct exec *e)
+{
+	int me = e->t->rank;
+
+	/* MPI promises tags up to 32767 */
+	if (2 * e->nxf + e->g->nops >= 32767)
+		return ap_err(AP_EINPUT, NULL, 0,
+			      "the plan needs %d transfers; the runtime handles at most %d",
+			      e->nxf, (32767 - e->g->nops) / 2);
+	for (int x = 0; x < e->nxf; x++) {
+		struct xfer *t = &e->xf[x];
+		int64_t n = region_elems(&t->o);
+
+		if (n > e->rbuf_n)
+			e->rbuf_n = n;
+		if (t->prod_rank != me && t->cons_rank != me)
+			continue;
+		if (!NEW(e, t->sbuf, 2 * e->m))
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		for (int j = 0; j < 2 * e->m; j++)
+			if (!(t->sbuf[j] = falloc(e, n)))
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	if (!(e->rbuf = falloc(e, e->rbuf_n)))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	return AP_OK;
+}
+
+int exec_layout(struct exec *e)
+{
+	const struct graph *g = e->g;
+	const struct plan *p = e->p;
+	int me = e->t->rank, st;
+
+	e->m = p->microbatches;
+	e->mb_n = g->batch / e->m;
+	if (!NEW(e, e->mine, g->nops))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int i = 0; i < g->nops; i++) {
+		e->mine[i] = -1;
+		for (int k = 0; k < p->ops[i].ndev; k++)
+			if (p->ops[i].devices[k] == me)
+				e->mine[i] = e->nsh++;
+	}
+	if (!NEW(e, e->sh, e->nsh ? e->nsh : 1))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int i = 0; i < g->nops; i++) {
+		struct rshard *s;
+		int coord[NDIMS];
+
+		if (e->mine[i] < 0)
+			continue;
+		s = &e->sh[e->mine[i]];
+		s->op = i;
+		for (int k = 0; k < p->ops[i].ndev; k++)
+			if (p->ops[i].devices[k] == me)
+				s->k = k;
+		exec_shard_region(g, p, i, s->k, e->mb_n, &s->reg, coord);
+		s->cidx = coord[DIM_C];
+	}
+	st = data_init(&e->data, g, e->o.seed, e->o.pool);
+	for (int c = 0; c < g->nops && !st; c++)
+		for (int kk = 0; kk < g->ops[c].nin && !st; kk++)
+			st = connect(e, c, kk);
+	for (int q = 0; q < e->nsh && !st; q++) {
+		st = shard_setup(e, &e->sh[q]);
+		if (!st)
+			st = params_setup(e, &e->sh[q]);
+		if (!st)
+			st = data_setup(e, &e->sh[q]);
+	}
+	if (!st)
+		st = groups_setup(e);
+	if (!st)
+		st = order_setup(e);
+	if (!st)
+		st = xfer_setup(e);
+	return st;
+}
+
+static void free_list(struct exec *e, float **v, int n)
+{
+	if (!v)
+		return;
+	for (int j = 0; j < n; j++)
+		e->be->release(v[j]);
+	e->be->release(v);
+}
+
+void exec_layout_release(struct exec *e)
+{
+	for (int q = 0; q < e->nsh; q++) {
+		struct rshard *s = &e->sh[q];
+		int nin = e->g->ops[s->op].nin;
+
+		free_list(e, s->out, e->m);
+		free_list(e, s->dout, e->m);
+		free_list(e, s->ws, e->m);
+		free_list(e, s->in, e->m * nin);
+		free_list(e, s->cache, s->cache ? e->o.pool * e->m : 0);
+		if (s->stash && e->p->sched == SCHED_1F1B_ASYNC && s->w)
+			free_list(e, s->stash, e->m);
+		else
+			e->be->release(s->stash);
+		for (int kk = 0; kk < KERN_MAX_IN; kk++) {
+			e->be->release(s->din[kk]);
+			free(s->src[kk]);
+		}
+		e->be->release(s->w);
+		e->be->release(s->dw);
+		e->be->release(s->mom);
+		free(s->sends);
+	}
+	for (int x = 0; x < e->nxf; x++)
+		free_list(e, e->xf[x].sbuf, e->xf[x].sbuf ? 2 * e->m : 0);
+	free(e->xf);
+	e->be->release(e->sh);
+	e->be->release(e->mine);
+	e->be->release(e->rbuf);
+	e->be->release(e->items);
+	e->be->release(e->stage_ops_ofs);
+	e->be->release(e->stage_ops);
+	data_release(&e->data);
+}

@@ -1,0 +1,27 @@
+/*
+ * Measuring operators with a backend, for `autopar profile -d cpu`: one
+ * shard of an op, shaped as graph_op_signature() describes it for a degree
+ * vector, run forward and backward on random data until the timing is
+ * stable.  The simulator then predicts a plan from the same kernels the
+ * runtime executes.
+ */
+#ifndef AUTOPAR_PROFILER_H
+#define AUTOPAR_PROFILER_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "graph.h"
+
+/* Whether the runtime can execute op i of g split by degree[] (the
+ * splits exec_supported() accepts). */
+int exec_can_split(const struct graph *g, int i, const int degree[NDIMS]);
+
+/* Median forward and backward microseconds of op i's shard at degree[]
+ * (as the simulator looks it up: n already multiplied by micro-batches)
+ * and its workspace bytes. */
+int profiler_measure(const struct backend *be, const struct graph *g, int i,
+		     const int degree[NDIMS], double *fwd_us, double *bwd_us,
+		     int64_t *ws_bytes);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * How ranks talk (DESIGN section 7): point-to-point transfers of tensor
+ * regions, all-reduces of gradients inside replica groups, and the few
+ * whole-job reductions the driver needs.  A transport fills `struct
+ * transport_ops`; transport_mpi.c is Open MPI (send/recv and all-reduce on
+ * sub-communicators), transport_self.c a single process that has nobody to
+ * talk to.  A NCCL transport fills the same table.
+ *
+ * Sends are non-blocking: the buffer must stay untouched until wait().
+ * Every rank creates the same groups in the same order; a rank outside a
+ * group gets the id -1.
+ */
+#ifndef AUTOPAR_TRANSPORT_H
+#define AUTOPAR_TRANSPORT_H
+
+#include <stdint.h>
+
+struct transport;
+
+struct transport_ops {
+	const char *name;
+	int (*isend)(struct transport *t, const float *buf, int64_t n, int dst, int tag);
+	int (*recv)(struct transport *t, float *buf, int64_t n, int src, int tag);
+	/* collective over all ranks: a group of ranks[0..n) */
+	int (*group)(struct transport *t, const int *ranks, int n, int *gid);
+	/* starts summing buf over group gid in place */
+	int (*iallreduce)(struct transport *t, int gid, float *buf, int64_t n);
+	/* completes every send and all-reduce started */
+	int (*wait)(struct transport *t);
+	/* sums / maxima of v[0..n) over all ranks, in place */
+	int (*sum)(struct transport *t, double *v, int n);
+	int (*max)(struct transport *t, double *v, int n);
+	int (*barrier)(struct transport *t);
+	/* ends the whole job now with exit code `code` */
+	void (*abort)(struct transport *t, int code);
+	void (*release)(struct transport *t);
+};
+
+struct transport {
+	const struct transport_ops *ops;
+	int rank, size;
+	void *state;
+};
+
+/* transport_mpi.c: MPI_Init (once), rank and size of MPI_COMM_WORLD. */
+int transport_mpi_init(struct transport *t, int *argc, char ***argv);
+/* Whether this process runs inside an MPI job (started by mpirun). */
+int transport_mpi_in_job(void);
+/* transport_self.c: one rank. */
+void transport_self_init(struct transport *t);
+
+#endif

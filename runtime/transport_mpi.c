@@ -1,0 +1,206 @@
+/*
+ * The MPI transport: transfers are MPI_Isend / MPI_Recv on MPI_COMM_WORLD
+ * (the tag names the transfer, so messages between two ranks match
+ * whatever order each side reaches them in), replica groups are
+ * sub-communicators from MPI_Comm_split, gradients are summed with
+ * MPI_Iallreduce so that a group's all-reduce overlaps the backward of the
+ * ops before it.  Errors abort the job: with MPI a failed rank must take
+ * the others down rather than leave them waiting.
+ */
+#include "transport.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "grow.h"
+
+struct mpi_state {
+	MPI_Comm *comm;
+	int ncomm, cap_comm;
+	MPI_Request *req;
+	int nreq, cap_req;
+};
+
+#define MPI_CHECK(call)                                                        \
+	do {                                                                   \
+		int rc_ = (call);                                              \
+		if (rc_ != MPI_SUCCESS) {                                      \
+			char msg_[MPI_MAX_ERROR_STRING];                       \
+			int len_ = 0;                                          \
+			MPI_Error_string(rc_, msg_, &len_);                    \
+			return ap_err(AP_EFAIL, __FILE__, __LINE__, "%s: %s",  \
+				      #call, msg_);                            \
+		}                                                              \
+	} while (0)
+
+static MPI_Request *new_req(struct mpi_state *s)
+{
+	if (grow(&s->req, s->nreq, &s->cap_req, sizeof *s->req, 16))
+		return NULL;
+	return &s->req[s->nreq++];
+}
+
+/* counts above INT_MAX would need derived types; tensors here are far
+ * smaller, and a larger one is refused rather than cut */
+static int count_of(int64_t n, int *out)
+{
+	if (n < 0 || n > 0x7fffffff)
+		return ap_err(AP_EFAIL, NULL, 0, "transfer of %lld floats is too large",
+			      (long long)n);
+	*out = (int)n;
+	return 0;
+}
+
+/* A request slot and the count of a non-blocking call of n floats. */
+static int start(struct transport *t, int64_t n, MPI_Request **r, int *cnt)
+{
+	if (!(*r = new_req(t->state)))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	return count_of(n, cnt);
+}
+
+static int mpi_isend(struct transport *t, const float *buf, int64_t n, int dst, int tag)
+{
+	MPI_Request *r;
+	int cnt = 0;
+
+	if (start(t, n, &r, &cnt))
+		return AP_EFAIL;
+	MPI_CHECK(MPI_Isend(buf, cnt, MPI_FLOAT, dst, tag, MPI_COMM_WORLD, r));
+	return 0;
+}
+
+static int mpi_recv(struct transport *t, float *buf, int64_t n, int src, int tag)
+{
+	int cnt = 0;
+
+	(void)t;
+	if (count_of(n, &cnt))
+		return AP_EFAIL;
+	MPI_CHECK(MPI_Recv(buf, cnt, MPI_FLOAT, src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+	return 0;
+}
+
+static int mpi_group(struct transport *t, const int *ranks, int n, int *gid)
+{
+	struct mpi_state *s = t->state;
+	MPI_Comm c;
+	int member = 0;
+
+	for (int i = 0; i < n; i++)
+		member |= ranks[i] == t->rank;
+	MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, t->rank, &c));
+	*gid = -1;
+	if (!member)
+		return 0;
+	if (grow(&s->comm, s->ncomm, &s->cap_comm, sizeof *s->comm, 8))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	s->comm[s->ncomm] = c;
+	*gid = s->ncomm++;
+	return 0;
+}
+
+static int mpi_iallreduce(struct transport *t, int gid, float *buf, int64_t n)
+{
+	struct mpi_state *s = t->state;
+	MPI_Request *r;
+	int cnt = 0;
+
+	if (start(t, n, &r, &cnt))
+		return AP_EFAIL;
+	MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, cnt, MPI_FLOAT, MPI_SUM, s->comm[gid], r));
+	return 0;
+}
+
+static int mpi_wait(struct transport *t)
+{
+	struct mpi_state *s = t->state;
+
+	MPI_CHECK(MPI_Waitall(s->nreq, s->req, MPI_STATUSES_IGNORE));
+	s->nreq = 0;
+	return 0;
+}
+
+static int mpi_sum(struct transport *t, double *v, int n)
+{
+	(void)t;
+	MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+	return 0;
+}
+
+static int mpi_max(struct transport *t, double *v, int n)
+{
+	(void)t;
+	MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+	return 0;
+}
+
+static int mpi_barrier(struct transport *t)
+{
+	(void)t;
+	MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+	return 0;
+}
+
+static void mpi_abort(struct transport *t, int code)
+{
+	fprintf(stderr, "autopar run: rank %d failed; ending the job\n", t->rank);
+	fflush(stderr);
+	MPI_Abort(MPI_COMM_WORLD, code);
+	exit(code);
+}
+
+static void mpi_release(struct transport *t)
+{
+	struct mpi_state *s = t->state;
+
+	if (!s)
+		return;
+	for (int i = 0; i < s->ncomm; i++)
+		MPI_Comm_free(&s->comm[i]);
+	free(s->comm);
+	free(s->req);
+	free(s);
+	t->state = NULL;
+	MPI_Finalize();
+}
+
+static const struct transport_ops mpi_ops = {
+	.name = "mpi",
+	.isend = mpi_isend,
+	.recv = mpi_recv,
+	.group = mpi_group,
+	.iallreduce = mpi_iallreduce,
+	.wait = mpi_wait,
+	.sum = mpi_sum,
+	.max = mpi_max,
+	.barrier = mpi_barrier,
+	.abort = mpi_abort,
+	.release = mpi_release,
+};
+
+int transport_mpi_in_job(void)
+{
+	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
+int transport_mpi_init(struct transport *t, int *argc, char ***argv)
+{
+	int inited = 0;
+
+	t->state = calloc(1, sizeof(struct mpi_state));
+	if (!t->state)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	MPI_CHECK(MPI_Initialized(&inited));
+	if (!inited)
+		MPI_CHECK(MPI_Init(argc, argv));
+	/* errors come back as codes, so MPI_CHECK can name the call */
+	MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+	MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &t->rank));
+	MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &t->size));
+	t->ops = &mpi_ops;
+	return 0;
+}

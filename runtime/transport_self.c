@@ -1,0 +1,79 @@
+/*
+ * The transport of a single process: one rank, nothing to send.  Used for
+ * the single-device reference run of --check and for one-device plans.
+ */
+#include "transport.h"
+
+#include <stdlib.h>
+
+#include "err.h"
+
+static int self_isend(struct transport *t, const float *buf, int64_t n, int dst, int tag)
+{
+	(void)t, (void)buf, (void)n, (void)tag;
+	return ap_err(AP_EFAIL, NULL, 0, "transport 'self': no rank %d to send to", dst);
+}
+
+static int self_recv(struct transport *t, float *buf, int64_t n, int src, int tag)
+{
+	(void)t, (void)buf, (void)n, (void)tag;
+	return ap_err(AP_EFAIL, NULL, 0, "transport 'self': no rank %d to receive from", src);
+}
+
+static int self_group(struct transport *t, const int *ranks, int n, int *gid)
+{
+	(void)t;
+	*gid = n == 1 && ranks[0] == 0 ? 0 : -1;
+	return 0;
+}
+
+static int self_iallreduce(struct transport *t, int gid, float *buf, int64_t n)
+{
+	(void)t, (void)gid, (void)buf, (void)n;
+	return 0;
+}
+
+static int self_nop(struct transport *t)
+{
+	(void)t;
+	return 0;
+}
+
+static int self_reduce(struct transport *t, double *v, int n)
+{
+	(void)t, (void)v, (void)n;
+	return 0;
+}
+
+static void self_abort(struct transport *t, int code)
+{
+	(void)t;
+	exit(code);
+}
+
+static void self_release(struct transport *t)
+{
+	(void)t;
+}
+
+static const struct transport_ops self_ops = {
+	.name = "self",
+	.isend = self_isend,
+	.recv = self_recv,
+	.group = self_group,
+	.iallreduce = self_iallreduce,
+	.wait = self_nop,
+	.sum = self_reduce,
+	.max = self_reduce,
+	.barrier = self_nop,
+	.abort = self_abort,
+	.release = self_release,
+};
+
+void transport_self_init(struct transport *t)
+{
+	t->ops = &self_ops;
+	t->rank = 0;
+	t->size = 1;
+	t->state = NULL;
+}

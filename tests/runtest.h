@@ -1,0 +1,197 @@
+/*
+ * Helpers of the runtime's end-to-end tests (test_run*.c): running the
+ * built binary (AUTOPAR_BIN) and reading what it printed, making plans
+ * with the planners, and writing pipeline plans that no planner makes yet
+ * (chains of stages, replicated stages, a DAG of stages).
+ */
+#ifndef AUTOPAR_RUNTEST_H
+#define AUTOPAR_RUNTEST_H
+
+#include "testutil.h"
+
+#include <stdarg.h>
+#include <sys/wait.h>
+
+#include "model_io.h"
+#include "plan.h"
+
+static inline const char *rt_bin(void)
+{
+	const char *b = getenv("AUTOPAR_BIN");
+
+	return b && *b ? b : "bin/autopar";
+}
+
+/* Runs `autopar ARGS` (printf-style) with stdout and stderr into out
+ * (len bytes); returns the exit status (128 + signal when killed). */
+__attribute__((format(printf, 3, 4)))
+static inline int rt_run(char *out, size_t len, const char *fmt, ...)
+{
+	char args[2048], cmd[4096], path[600];
+	va_list ap;
+	size_t n;
+	FILE *f;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	snprintf(path, sizeof path, "%s/run.out", tmp_dir());
+	snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>&1", rt_bin(), args, path);
+	st = system(cmd);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	fclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The check line's relative difference, or -1 when there is none. */
+static inline double rt_check_diff(const char *out)
+{
+	const char *s = strstr(out, "largest relative difference ");
+	double d;
+
+	if (!s || sscanf(s, "largest relative difference %lf", &d) != 1)
+		return -1;
+	return d;
+}
+
+/* Runs PLAN with --check for a few steps and asserts it agrees with one
+ * device to float32 round-off. */
+static inline void rt_check_plan(const char *plan, const char *what)
+{
+	char out[16384];
+	int st = rt_run(out, sizeof out, "run '%s' --check --steps 2 --warmup 1", plan);
+	double d = rt_check_diff(out);
+
+	if (st != 0 || d < 0 || d >= 1e-5) {
+		print_error("%s: exit %d, difference %g:\n%s\n", what, st, d, out);
+		fail();
+	}
+}
+
+/* A pipeline of `nstages` stages in graph order (about the same number
+ * of ops each), stage s on devices s*rep .. s*rep+rep-1 with the ops
+ * split rep ways along n, under schedule `sched` with m micro-batches. */
+static inline void rt_pipeline_plan(const char *model, int64_t batch, const char *cluster,
+				    int nstages, int rep, enum sched_kind sched, int m,
+				    const char *path)
+{
+	struct graph g;
+	struct plan p;
+	int dev[16];
+
+	graph_init(&g);
+	plan_init(&p);
+	assert_int_equal(model_load(model, batch, &g), 0);
+	assert_int_equal(plan_alloc(&p, &g, nstages), 0);
+	snprintf(p.cluster, sizeof p.cluster, "%s", cluster);
+	snprintf(p.planner, sizeof p.planner, "test-pipeline");
+	p.sched = sched;
+	p.microbatches = m;
+	for (int s = 0; s < nstages; s++) {
+		int next = s + 1;
+
+		for (int r = 0; r < rep; r++)
+			dev[r] = s * rep + r;
+		assert_int_equal(plan_set_devices(&p.stages[s].devices, &p.stages[s].ndev, dev, rep), 0);
+		if (next < nstages)
+			assert_int_equal(plan_set_devices(&p.stages[s].next, &p.stages[s].nnext, &next, 1), 0);
+	}
+	for (int i = 0; i < g.nops; i++) {
+		int s = i * nstages / g.nops;
+
+		for (int r = 0; r < rep; r++)
+			dev[r] = s * rep + r;
+		p.ops[i].stage = s;
+		p.ops[i].degree[DIM_N] = rep;
+		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, dev, rep), 0);
+	}
+	assert_int_equal(plan_write(&p, &g, path), 0);
+	plan_release(&p);
+	graph_release(&g);
+}
+
+/* The small models, which every runtime test covers. */
+static const char *const rt_models[] = { "mlp", "cnn_small", "branchy_small",
+				      "transformer_tiny" };
+
+/* The registered planners, from `autopar planners --csv`. */
+static inline int rt_planners(char names[][32], int max)
+{
+	char out[8192], *line;
+	int n = 0;
+
+	assert_int_equal(rt_run(out, sizeof out, "planners --csv"), 0);
+	line = strchr(out, '\n');
+	while (line && line[1] && n < max) {
+		char *comma = strchr(++line, ',');
+
+		if (!comma)
+			break;
+		snprintf(names[n++], 32, "%.*s", (int)(comma - line), line);
+		line = strchr(comma, '\n');
+	}
+	return n;
+}
+
+/* --check on the plan of every planner for every small model on cluster
+ * (batch 8); a planner may decline an instance, but single, dp and owt
+ * must plan every model. */
+static inline void rt_check_planners(const char *cluster)
+{
+	char names[32][32], out[16384], plan[2048], what[2048];
+	int np = rt_planners(names, 32), ran = 0;
+
+	assert_true(np >= 4);
+	for (size_t m = 0; m < sizeof rt_models / sizeof *rt_models; m++)
+		for (int k = 0; k < np; k++) {
+			int st;
+
+			snprintf(plan, sizeof plan, "%s/%s-%s-%s.json", tmp_dir(), rt_models[m],
+				 names[k], cluster);
+			st = rt_run(out, sizeof out, "plan -m %s -c %s -P %s -b 8 -o '%s'",
+				    rt_models[m], cluster, names[k], plan);
+			/* a planner may find no plan (exhaustive: instance too big) */
+			if (st == 2 && strstr(out, names[k]))
+				continue;
+			assert_int_equal(st, 0);
+			snprintf(what, sizeof what, "%s by %s on %s", rt_models[m], names[k],
+				 cluster);
+			rt_check_plan(plan, what);
+			ran++;
+		}
+	/* every model by at least single, dp and owt */
+	assert_true(ran >= 3 * (int)(sizeof rt_models / sizeof *rt_models));
+}
+
+/* First and last loss of `autopar run PLAN` over 200 steps. */
+static inline void rt_losses(const char *plan, double *first, double *last)
+{
+	char out[16384];
+	const char *s;
+
+	if (rt_run(out, sizeof out, "run '%s' --steps 200 --warmup 0", plan) != 0) {
+		print_error("%s:\n%s\n", plan, out);
+		fail();
+	}
+	s = strstr(out, "loss ");
+	assert_non_null(s);
+	assert_int_equal(sscanf(s, "loss %lf -> %lf", first, last), 2);
+}
+
+/* The loss of a small model falls by at least half over 200 steps. */
+static inline void rt_falls_by_half(const char *model, const char *plan)
+{
+	double a, b;
+
+	rt_losses(plan, &a, &b);
+	if (!(b <= 0.5 * a)) {
+		print_error("%s (%s): loss %g -> %g does not fall by half\n", model, plan, a, b);
+		fail();
+	}
+}
+
+#endif

@@ -1,0 +1,442 @@
+/*
+ * The CPU backend's kernels (runtime/cpu_*.c), through the backend table
+ * as the executor calls them: every backward against central finite
+ * differences of its forward (the loss sum(out x R) for a random R,
+ * summed in double), and the forwards of the kernels with real arithmetic
+ * (conv2d, linear, attention, layernorm, softmax, the loss) against plain
+ * reference loops written here in double.
+ */
+#include "testutil.h"
+
+#include "backend.h"
+#include "model_io.h"
+#include "params.h"
+#include "rng.h"
+
+struct fixture {
+	struct graph g;
+	int op;
+	struct kern k;
+	const struct kernel_ops *ko;
+	float *in[KERN_MAX_IN], *din[KERN_MAX_IN], *w, *dw, *out, *dout, *ws, *labels;
+	int64_t nin_el[KERN_MAX_IN], nout, nw;
+};
+
+static float urand(uint64_t *s)
+{
+	return (float)(2.0 * rng_unit((*s)++) - 1.0);
+}
+
+/* The op named `name` of the model text, with random inputs (kept at
+ * least 0.02 from zero, and apart, so relu and max have no kink within
+ * the finite-difference step), weights and output gradient. */
+static void setup(struct fixture *f, const char *text, const char *name)
+{
+	uint64_t seed = 12345;
+	const struct op *op;
+
+	memset(f, 0, sizeof *f);
+	graph_init(&f->g);
+	assert_int_equal(model_parse(text, "test", 0, &f->g), 0);
+	f->op = graph_find(&f->g, name);
+	assert_true(f->op >= 0);
+	op = &f->g.ops[f->op];
+	f->ko = backend_cpu.ops[op->kind];
+	assert_non_null(f->ko);
+	assert_int_equal(backend_cpu.init(), 0);
+	f->k.op = op;
+	f->k.op_index = f->op;
+	f->k.nin = op->nin;
+	f->k.out = op->out;
+	for (int q = 0; q < op->out.rank; q++)
+		f->k.gsize[q] = op->out.size[q];
+	for (int kk = 0; kk < op->nin; kk++) {
+		const struct op *src = &f->g.ops[op->in[kk]];
+
+		f->k.in[kk] = src->out;
+		f->nin_el[kk] = shape_elems(&src->out);
+		f->in[kk] = calloc((size_t)f->nin_el[kk], sizeof(float));
+		f->din[kk] = calloc((size_t)f->nin_el[kk], sizeof(float));
+		for (int64_t e = 0; e < f->nin_el[kk]; e++) {
+			if (op->kind == OP_EMBEDDING) {
+				f->in[kk][e] = (float)(int64_t)(rng_unit(seed++) * (double)op->a.vocab);
+				continue;
+			}
+			/* distinct magnitudes on a grid of 0.02: no ties, no zeros */
+			f->in[kk][e] = (0.02f + 0.02f * (float)((e * 7919 + kk * 31) % 97)) *
+				       (rng_unit(seed++) < 0.5 ? -1.0f : 1.0f);
+		}
+	}
+	f->k.c_lo = 0;
+	f->nw = op->params > 0 ? params_count(&f->g, f->op, shape_size(&op->out, DIM_C)) : 0;
+	f->k.nparams = f->nw;
+	f->w = calloc((size_t)(f->nw + 1), sizeof(float));
+	f->dw = calloc((size_t)(f->nw + 1), sizeof(float));
+	if (f->nw) {
+		params_init(&f->g, f->op, 7, f->w);
+		/* layernorm starts at ones and zeros: make it general */
+		for (int64_t e = 0; e < f->nw; e++)
+			f->w[e] += 0.3f * urand(&seed);
+	}
+	f->nout = shape_elems(&op->out);
+	f->out = calloc((size_t)f->nout, sizeof(float));
+	f->dout = calloc((size_t)f->nout, sizeof(float));
+	for (int64_t e = 0; e < f->nout; e++)
+		f->dout[e] = urand(&seed);
+	f->ws = calloc((size_t)(f->ko->ws_floats ? f->ko->ws_floats(&f->k) : 0) + 1,
+		       sizeof(float));
+	if (op->kind == OP_LOSS) {
+		const struct shape *x = &f->k.in[0];
+		int64_t classes = x->size[shape_dim(x, DIM_C)];
+
+		f->labels = calloc((size_t)f->nout, sizeof(float));
+		for (int64_t e = 0; e < f->nout; e++)
+			f->labels[e] = (float)(e * 5 % classes);
+	}
+}
+
+static void teardown(struct fixture *f)
+{
+	for (int kk = 0; kk < KERN_MAX_IN; kk++) {
+		free(f->in[kk]);
+		free(f->din[kk]);
+	}
+	free(f->w);
+	free(f->dw);
+	free(f->out);
+	free(f->dout);
+	free(f->ws);
+	free(f->labels);
+	graph_release(&f->g);
+}
+
+static void bufs(struct fixture *f, struct kbufs *b)
+{
+	memset(b, 0, sizeof *b);
+	for (int kk = 0; kk < f->k.nin; kk++) {
+		b->in[kk] = f->in[kk];
+		b->din[kk] = f->g.ops[f->g.ops[f->op].in[kk]].kind == OP_EMBEDDING ||
+					     f->g.ops[f->op].kind == OP_EMBEDDING
+				     ? NULL
+				     : f->din[kk];
+	}
+	b->w = f->w;
+	b->dw = f->dw;
+	b->out = f->out;
+	b->dout = f->dout;
+	b->ws = f->ws;
+	b->labels = f->labels;
+	b->salt = 99;
+}
+
+/* sum(out x dout) in double after a forward */
+static double objective(struct fixture *f)
+{
+	struct kbufs b;
+	double s = 0;
+
+	bufs(f, &b);
+	assert_int_equal(f->ko->fwd(&f->k, &b), 0);
+	for (int64_t e = 0; e < f->nout; e++)
+		s += (double)f->out[e] * f->dout[e];
+	return s;
+}
+
+/* d objective / d x[e] by central differences, against the analytic g */
+static void compare(struct fixture *f, float *x, int64_t e, double analytic,
+		    const char *what)
+{
+	const float h = 1e-3f;
+	float keep = x[e];
+	double up, down, numeric;
+
+	x[e] = keep + h;
+	up = objective(f);
+	x[e] = keep - h;
+	down = objective(f);
+	x[e] = keep;
+	numeric = (up - down) / (2.0 * ((double)(keep + h) - (double)keep));
+	if (fabs(numeric - analytic) > 2e-2 * fmax(fabs(numeric), fabs(analytic)) + 2e-3) {
+		print_error("%s of '%s' element %lld: analytic %.6g, numeric %.6g\n", what,
+			    f->g.ops[f->op].name, (long long)e, analytic, numeric);
+		fail();
+	}
+}
+
+/* Every backward against finite differences, at up to 60 elements of each
+ * input and of the weights. */
+static void grad_check(const char *text, const char *name)
+{
+	struct fixture f;
+	struct kbufs b;
+
+	setup(&f, text, name);
+	objective(&f);
+	bufs(&f, &b);
+	assert_int_equal(f.ko->bwd(&f.k, &b), 0);
+	for (int kk = 0; kk < f.k.nin; kk++) {
+		if (!b.din[kk])
+			continue;
+		for (int64_t t = 0; t < 60 && t < f.nin_el[kk]; t++) {
+			int64_t e = (t * 104729) % f.nin_el[kk];
+
+			compare(&f, f.in[kk], e, f.din[kk][e], "input gradient");
+		}
+	}
+	for (int64_t t = 0; t < 60 && t < f.nw; t++) {
+		int64_t e = (t * 104729) % f.nw;
+
+		compare(&f, f.w, e, f.dw[e], "weight gradient");
+	}
+	teardown(&f);
+}
+
+#define M(body) "model t\nbatch 3\n" body
+
+static void test_grad_conv(void **state)
+{
+	(void)state;
+	grad_check(M("input x c=4 h=7 w=6\nconv2d y x out=6 k=3 stride=2 pad=1\n"), "y");
+	grad_check(M("input x c=4 h=5 w=5\nconv2d y x out=4 k=1x3 groups=2 bias=0\n"), "y");
+}
+
+static void test_grad_pool(void **state)
+{
+	(void)state;
+	grad_check(M("input x c=2 h=7 w=7\nmaxpool y x k=3 stride=2 pad=1\n"), "y");
+	grad_check(M("input x c=2 h=7 w=7\navgpool y x k=3 stride=2 pad=1 ceil=1\n"), "y");
+	grad_check(M("input x c=2 h=7 w=5\nadaptive_avgpool y x out=3\n"), "y");
+}
+
+static void test_grad_dense(void **state)
+{
+	(void)state;
+	grad_check(M("input x l=4 c=5\nlinear y x out=3\n"), "y");
+	grad_check(M("input a l=4 c=5\ninput b l=5 c=3\nmatmul y a b\n"), "y");
+	grad_check(M("input a l=4 c=5\ninput b l=6 c=5\nmatmul y a b trans_b=1\n"), "y");
+	grad_check(M("input ids l=4\nembedding y ids vocab=7 out=5\n"), "y");
+}
+
+static void test_grad_elementwise(void **state)
+{
+	(void)state;
+	grad_check(M("input x c=5 l=3\nrelu y x\n"), "y");
+	grad_check(M("input x c=5 l=3\ngelu y x\n"), "y");
+	grad_check(M("input x c=5 l=3\ntanh y x\n"), "y");
+	grad_check(M("input x c=5 l=3\nsigmoid y x\n"), "y");
+	grad_check(M("input x c=5\ninput z c=5\ninput u c=5\nadd y x z u\n"), "y");
+	grad_check(M("input x c=5\ninput z c=5\nmul y x z\n"), "y");
+	grad_check(M("input x c=2 h=3 w=2\ninput z c=3 h=3 w=2\nconcat y x z\n"), "y");
+	grad_check(M("input x c=6 l=4\ndropout y x p=0.3\n"), "y");
+}
+
+static void test_grad_norm(void **state)
+{
+	(void)state;
+	grad_check(M("input x l=3 c=6\nlayernorm y x\n"), "y");
+	grad_check(M("input x l=3 c=6\nsoftmax y x\n"), "y");
+	grad_check(M("input x c=4 l=5\nsoftmax y x dim=c\n"), "y");
+	grad_check(M("input x c=7\nloss y x\n"), "y");
+	grad_check(M("input x l=3 c=7\nloss y x\n"), "y");
+}
+
+static void test_grad_attention(void **state)
+{
+	(void)state;
+	grad_check(M("input x l=5 c=8\nattention y x heads=2 causal=1\n"), "y");
+	grad_check(M("input q l=3 c=4\ninput kv l=5 c=4\nattention y q kv heads=2\n"), "y");
+}
+
+/* --- forwards against reference loops ------------------------------------ */
+
+static void close_to(double want, float got, const char *what, int64_t e)
+{
+	if (fabs(want - got) > 1e-4 * fabs(want) + 1e-5) {
+		print_error("%s element %lld: expected %.7g, got %.7g\n", what, (long long)e,
+			    want, (double)got);
+		fail();
+	}
+}
+
+static void test_fwd_conv(void **state)
+{
+	struct fixture f;
+	int64_t n, c, h, w, oc, oh, ow, g = 2, cg;
+	const int kh = 3, kw = 2, s = 2, p = 1;
+
+	(void)state;
+	setup(&f, M("input x c=4 h=6 w=5\nconv2d y x out=6 k=3x2 stride=2 pad=1 groups=2\n"), "y");
+	objective(&f);
+	n = f.k.in[0].size[0], c = f.k.in[0].size[1], h = f.k.in[0].size[2];
+	w = f.k.in[0].size[3], oc = f.k.out.size[1], oh = f.k.out.size[2], ow = f.k.out.size[3];
+	cg = c / g;
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t o = 0; o < oc; o++)
+			for (int64_t y = 0; y < oh; y++)
+				for (int64_t x = 0; x < ow; x++) {
+					double acc = f.w[oc * cg * kh * kw + o];
+					int64_t grp = o / (oc / g);
+
+					for (int64_t ci = 0; ci < cg; ci++)
+						for (int a = 0; a < kh; a++)
+							for (int bb = 0; bb < kw; bb++) {
+								int64_t iy = y * s - p + a, ix = x * s - p + bb;
+
+								if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+									continue;
+								acc += (double)f.w[((o * cg + ci) * kh + a) * kw + bb] *
+								       f.in[0][((i * c + grp * cg + ci) * h + iy) * w + ix];
+							}
+					close_to(acc, f.out[((i * oc + o) * oh + y) * ow + x], "conv2d",
+						 o);
+				}
+	teardown(&f);
+}
+
+static void test_fwd_linear_norm_loss(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	setup(&f, M("input x l=2 c=5\nlinear y x out=3\n"), "y");
+	objective(&f);
+	for (int64_t r = 0; r < 6; r++)
+		for (int64_t j = 0; j < 3; j++) {
+			double acc = f.w[15 + j];
+
+			for (int64_t q = 0; q < 5; q++)
+				acc += (double)f.w[j * 5 + q] * f.in[0][r * 5 + q];
+			close_to(acc, f.out[r * 3 + j], "linear", r * 3 + j);
+		}
+	teardown(&f);
+
+	setup(&f, M("input x l=2 c=6\nlayernorm y x\n"), "y");
+	objective(&f);
+	for (int64_t r = 0; r < 6; r++) {
+		double mean = 0, var = 0;
+
+		for (int q = 0; q < 6; q++)
+			mean += f.in[0][r * 6 + q] / 6.0;
+		for (int q = 0; q < 6; q++)
+			var += (f.in[0][r * 6 + q] - mean) * (f.in[0][r * 6 + q] - mean) / 6.0;
+		for (int q = 0; q < 6; q++)
+			close_to((f.in[0][r * 6 + q] - mean) / sqrt(var + 1e-5) * f.w[q] + f.w[6 + q],
+				 f.out[r * 6 + q], "layernorm", r * 6 + q);
+	}
+	teardown(&f);
+
+	setup(&f, M("input x c=4\nloss y x\n"), "y");
+	objective(&f);
+	for (int64_t r = 0; r < 3; r++) {
+		double z = 0;
+
+		for (int q = 0; q < 4; q++)
+			z += exp(f.in[0][r * 4 + q]);
+		close_to(-(f.in[0][r * 4 + (int)f.labels[r]] - log(z)), f.out[r], "loss", r);
+	}
+	teardown(&f);
+}
+
+/* attention in double, straight from the formula */
+static void test_fwd_attention(void **state)
+{
+	struct fixture f;
+	const int L = 5, C = 8, H = 2, D = 4;
+
+	(void)state;
+	setup(&f, M("input x l=5 c=8\nattention y x heads=2 causal=1\n"), "y");
+	objective(&f);
+	for (int i = 0; i < 3; i++) {
+		const float *x = f.in[0] + i * L * C;
+		double q[5][8], k[5][8], v[5][8], ctx[5][8];
+
+		for (int t = 0; t < L; t++)
+			for (int o = 0; o < C; o++) {
+				double a = f.w[4 * C * C + o], b = f.w[4 * C * C + C + o];
+				double cc = f.w[4 * C * C + 2 * C + o];
+
+				for (int j = 0; j < C; j++) {
+					a += (double)f.w[o * C + j] * x[t * C + j];
+					b += (double)f.w[C * C + o * C + j] * x[t * C + j];
+					cc += (double)f.w[2 * C * C + o * C + j] * x[t * C + j];
+				}
+				q[t][o] = a, k[t][o] = b, v[t][o] = cc;
+			}
+		for (int hh = 0; hh < H; hh++)
+			for (int t = 0; t < L; t++) {
+				double sc[5], mx = -1e300, z = 0;
+
+				for (int u = 0; u <= t; u++) {
+					sc[u] = 0;
+					for (int d = 0; d < D; d++)
+						sc[u] += q[t][hh * D + d] * k[u][hh * D + d] / sqrt(D);
+					mx = fmax(mx, sc[u]);
+				}
+				for (int u = 0; u <= t; u++)
+					z += exp(sc[u] - mx);
+				for (int d = 0; d < D; d++) {
+					ctx[t][hh * D + d] = 0;
+					for (int u = 0; u <= t; u++)
+						ctx[t][hh * D + d] += exp(sc[u] - mx) / z * v[u][hh * D + d];
+				}
+			}
+		for (int t = 0; t < L; t++)
+			for (int o = 0; o < C; o++) {
+				double y = f.w[4 * C * C + 3 * C + o];
+
+				for (int j = 0; j < C; j++)
+					y += (double)f.w[3 * C * C + o * C + j] * ctx[t][j];
+				close_to(y, f.out[(i * L + t) * C + o], "attention", t * C + o);
+			}
+	}
+	teardown(&f);
+}
+
+/* The dropout mask depends on where an element is in the whole batch, not
+ * on the shard that computes it. */
+static void test_dropout_mask_split(void **state)
+{
+	struct fixture f;
+	struct kbufs b;
+	float *whole;
+	int64_t kept = 0;
+
+	(void)state;
+	setup(&f, M("input x c=40\ndropout y x p=0.25\n"), "y");
+	objective(&f);
+	whole = malloc((size_t)f.nout * sizeof *whole);
+	memcpy(whole, f.out, (size_t)f.nout * sizeof *whole);
+	for (int64_t e = 0; e < f.nout; e++)
+		kept += whole[e] != 0.0f;
+	/* 120 draws at p = 0.25: 90 kept on average */
+	assert_true(kept > 70 && kept < 110);
+	/* the second sample alone, as the shard of an n-split computes it */
+	f.k.out.size[0] = 1;
+	f.k.in[0].size[0] = 1;
+	f.k.glo[0] = 1;
+	bufs(&f, &b);
+	b.in[0] = f.in[0] + 40;
+	assert_int_equal(f.ko->fwd(&f.k, &b), 0);
+	for (int e = 0; e < 40; e++)
+		assert_true(f.out[e] == whole[40 + e]);
+	free(whole);
+	teardown(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_grad_conv),
+		cmocka_unit_test(test_grad_pool),
+		cmocka_unit_test(test_grad_dense),
+		cmocka_unit_test(test_grad_elementwise),
+		cmocka_unit_test(test_grad_norm),
+		cmocka_unit_test(test_grad_attention),
+		cmocka_unit_test(test_fwd_conv),
+		cmocka_unit_test(test_fwd_linear_norm_loss),
+		cmocka_unit_test(test_fwd_attention),
+		cmocka_unit_test(test_dropout_mask_split),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

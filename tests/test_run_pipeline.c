@@ -1,0 +1,183 @@
+/*
+ * `autopar run` on pipelines, which no planner of this tree makes yet:
+ * every small model as a chain of two stages under GPipe and 1F1B, as two
+ * replicated stages on four ranks, and under PipeDream's asynchronous
+ * 1F1B (checked against the single-process simulation of weight
+ * stashing); branchy_small as a DAG of stages whose branches run on
+ * different ranks.  Also what must not run: a split the runtime cannot
+ * execute is refused before launch naming the operator, and a rank that
+ * dies or fails ends the whole job promptly with a non-zero exit.
+ */
+#include "runtest.h"
+
+#include <time.h>
+
+static void pipeline(const char *model, const char *cluster, int nstages, int rep,
+		     enum sched_kind sched, int m)
+{
+	char path[1024], what[256];
+
+	snprintf(path, sizeof path, "%s/%s-%s-%d.json", tmp_dir(), model, sched_name(sched),
+		 rep);
+	rt_pipeline_plan(model, 8, cluster, nstages, rep, sched, m, path);
+	snprintf(what, sizeof what, "%s, %d stages x %d, %s", model, nstages, rep,
+		 sched_name(sched));
+	rt_check_plan(path, what);
+}
+
+static void test_chains(void **state)
+{
+	(void)state;
+	for (size_t k = 0; k < sizeof rt_models / sizeof *rt_models; k++) {
+		pipeline(rt_models[k], "cpu-1x2", 2, 1, SCHED_GPIPE, 4);
+		pipeline(rt_models[k], "cpu-1x2", 2, 1, SCHED_1F1B, 4);
+	}
+}
+
+static void test_replicated_stages(void **state)
+{
+	(void)state;
+	pipeline("mlp", "cpu-1x4", 2, 2, SCHED_1F1B, 2);
+	pipeline("transformer_tiny", "cpu-1x4", 2, 2, SCHED_GPIPE, 2);
+}
+
+static void test_async(void **state)
+{
+	char path[1024], sync_path[1024], out[16384];
+	double a, s;
+
+	(void)state;
+	pipeline("mlp", "cpu-1x2", 2, 1, SCHED_1F1B_ASYNC, 4);
+	pipeline("cnn_small", "cpu-1x4", 2, 2, SCHED_1F1B_ASYNC, 2);
+	/* weight updates per micro-batch train differently from one update
+	 * per step: the last loss must differ from the synchronous one */
+	snprintf(path, sizeof path, "%s/mlp-async.json", tmp_dir());
+	snprintf(sync_path, sizeof sync_path, "%s/mlp-sync.json", tmp_dir());
+	rt_pipeline_plan("mlp", 8, "cpu-1x2", 2, 1, SCHED_1F1B_ASYNC, 4, path);
+	rt_pipeline_plan("mlp", 8, "cpu-1x2", 2, 1, SCHED_1F1B, 4, sync_path);
+	assert_int_equal(rt_run(out, sizeof out, "run '%s' --steps 3 --warmup 0", path), 0);
+	assert_non_null(strstr(out, "-> "));
+	a = atof(strstr(out, "-> ") + 3);
+	assert_int_equal(rt_run(out, sizeof out, "run '%s' --steps 3 --warmup 0", sync_path), 0);
+	s = atof(strstr(out, "-> ") + 3);
+	assert_true(fabs(a - s) > 1e-4);
+}
+
+/* stem and the pool branch on rank 0, the conv branch on rank 1, the head
+ * back on rank 0: stages 0 -> {1, 2}, 1 -> 2 */
+static void test_dag_of_stages(void **state)
+{
+	static const char *const branch[] = { "b.conv1", "b.relu", "b.conv2" };
+	static const char *const head[] = { "cat", "flatten", "fc", "loss" };
+	struct graph g;
+	struct plan p;
+	char path[1024];
+	int zero = 0, one = 1, two = 2, next0[2] = { 1, 2 };
+
+	(void)state;
+	graph_init(&g);
+	plan_init(&p);
+	assert_int_equal(model_load("branchy_small", 8, &g), 0);
+	assert_int_equal(plan_alloc(&p, &g, 3), 0);
+	snprintf(p.cluster, sizeof p.cluster, "cpu-1x2");
+	p.sched = SCHED_1F1B;
+	p.microbatches = 2;
+	assert_int_equal(plan_set_devices(&p.stages[0].devices, &p.stages[0].ndev, &zero, 1), 0);
+	assert_int_equal(plan_set_devices(&p.stages[1].devices, &p.stages[1].ndev, &one, 1), 0);
+	assert_int_equal(plan_set_devices(&p.stages[2].devices, &p.stages[2].ndev, &zero, 1), 0);
+	assert_int_equal(plan_set_devices(&p.stages[0].next, &p.stages[0].nnext, next0, 2), 0);
+	assert_int_equal(plan_set_devices(&p.stages[1].next, &p.stages[1].nnext, &two, 1), 0);
+	for (int k = 0; k < 3; k++) {
+		int i = graph_find(&g, branch[k]);
+
+		p.ops[i].stage = 1;
+		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, &one, 1), 0);
+	}
+	for (int k = 0; k < 4; k++)
+		p.ops[graph_find(&g, head[k])].stage = 2;
+	snprintf(path, sizeof path, "%s/branchy-dag.json", tmp_dir());
+	assert_int_equal(plan_write(&p, &g, path), 0);
+	plan_release(&p);
+	graph_release(&g);
+	rt_check_plan(path, "branchy_small as a DAG of stages");
+}
+
+/* A conv2d split along h needs a halo the runtime does not exchange. */
+static void test_refuses_before_launch(void **state)
+{
+	struct graph g;
+	struct plan p;
+	char path[1024], out[4096];
+	int devs[2] = { 0, 1 }, i;
+
+	(void)state;
+	graph_init(&g);
+	plan_init(&p);
+	assert_int_equal(model_load("cnn_small", 8, &g), 0);
+	assert_int_equal(plan_alloc(&p, &g, 1), 0);
+	snprintf(p.cluster, sizeof p.cluster, "cpu-1x2");
+	assert_int_equal(plan_set_devices(&p.stages[0].devices, &p.stages[0].ndev, devs, 2), 0);
+	i = graph_find(&g, "conv2");
+	p.ops[i].degree[DIM_H] = 2;
+	assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, devs, 2), 0);
+	snprintf(path, sizeof path, "%s/cnn-hsplit.json", tmp_dir());
+	assert_int_equal(plan_write(&p, &g, path), 0);
+	plan_release(&p);
+	graph_release(&g);
+	assert_int_equal(rt_run(out, sizeof out, "run '%s' --steps 1", path), 2);
+	assert_non_null(strstr(out, "'conv2'"));
+	assert_non_null(strstr(out, "split along 'h'"));
+	/* one message, before any rank started */
+	assert_null(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL);
+}
+
+static void fault(const char *how)
+{
+	char path[1024], out[16384];
+	struct timespec a, b;
+	int st;
+
+	snprintf(path, sizeof path, "%s/mlp-fault.json", tmp_dir());
+	rt_pipeline_plan("mlp", 8, "cpu-1x2", 2, 1, SCHED_1F1B, 2, path);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	st = rt_run(out, sizeof out, "run '%s' --steps 1000 --warmup 0 --inject-fault 1:3:%s",
+		    path, how);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	if (st == 0 || b.tv_sec - a.tv_sec > 30) {
+		print_error("fault '%s': exit %d after %lld s:\n%s\n", how, st,
+			    (long long)(b.tv_sec - a.tv_sec), out);
+		fail();
+	}
+}
+
+static void test_rank_killed(void **state)
+{
+	(void)state;
+	fault("kill");
+}
+
+static void test_rank_error(void **state)
+{
+	char out[16384];
+
+	(void)state;
+	fault("error");
+	rt_run(out, sizeof out, "run '%s/mlp-fault.json' --steps 5 --inject-fault 1:3:error",
+	       tmp_dir());
+	assert_non_null(strstr(out, "injected kernel error"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chains),
+		cmocka_unit_test(test_replicated_stages),
+		cmocka_unit_test(test_async),
+		cmocka_unit_test(test_dag_of_stages),
+		cmocka_unit_test(test_refuses_before_launch),
+		cmocka_unit_test(test_rank_killed),
+		cmocka_unit_test(test_rank_error),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
