@@ -366,7 +366,7 @@ static int first_step(const struct sim *s)
 	int step = 0;
 
 	for (int it = 0; it < w->nitems; it++) {
-		const struct sim_item *x = &w->items[it];
+		const struct sched_item *x = &w->items[it];
 		int a = w->stage_ops_ofs[x->stage], b = w->stage_ops_ofs[x->stage + 1];
 
 		for (int k = a; k < b; k++, step++)
