@@ -39,8 +39,10 @@
  * for gpipe, K - d for stage depth d under 1f1b); for 1f1b-async the
  * weight versions stashed for the micro-batches in flight (PipeDream
  * section 3.3: one version per in-flight micro-batch, the newest being the
- * live weights, so min(K - d, m) - 1 extra copies); and the largest
- * workspace of its shards.
+ * live weights, so min(K - d, m) - 1 extra copies); for async-predict
+ * (2(K - d) micro-batches in flight, sched.c) one predicted copy of the
+ * weights, whatever the staleness; and the largest workspace of its
+ * shards.
  *
  * Bubble: 1 - compute busy time / (devices used x iteration time), where
  * a device is used when it holds a shard and the busy time includes its
@@ -259,34 +261,34 @@ static int lookup_costs(struct sim *s, const struct plan *pl, struct cost_tally 
 	return AP_OK;
 }
 
-/* Micro-batches in flight on a stage of depth d: all of them under gpipe,
- * the warm-up plus one under 1F1B (sim_layout.c's keys). */
-static int in_flight(const struct plan *pl, int m, int K, int d)
-{
-	if (pl->sched == SCHED_GPIPE)
-		return m;
-	return K - d < m ? K - d : m;
-}
-
 /* Everything but the activations, which the schedule follows. */
 static void static_memory(struct sim *s, const struct plan *pl, int copies)
 {
 	struct sim_work *w = s->w;
-	int K = w->depth_max + 1;
+	int K = w->depth_max + 1, depth = -1, stale = 0;
 
 	for (int d = 0; d < w->ndev; d++)
 		memset(&w->mem[d], 0, sizeof w->mem[d]);
 	for (int i = 0; i < s->g->nops; i++) {
 		int sidx = w->stage_pos[pl->ops[i].stage];
-		int stash = in_flight(pl, w->m, K, w->stage_depth[sidx]) - 1;
+		int versions;
+
+		/* ops come grouped by stage: one staleness per run of them */
+		if (w->stage_depth[sidx] != depth) {
+			depth = w->stage_depth[sidx];
+			stale = sched_staleness(pl->sched, K, depth, w->m);
+		}
+		/* PipeDream stashes a version per update the stage sees while
+		 * a micro-batch is in flight; async-predict keeps one
+		 * predicted copy, whatever the distance. */
+		versions = pl->sched == SCHED_ASYNC_PREDICT ? stale > 0 : stale;
 
 		for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++) {
 			struct sim_mem *m = &w->mem[w->shard_dev[gs]];
 			int64_t b = w->shard_params[gs];
 
 			m->weights += b;
-			if (pl->sched == SCHED_1F1B_ASYNC)
-				m->stash += stash * b;
+			m->stash += versions * b;
 			if (w->cost[i].workspace_bytes > m->workspace)
 				m->workspace = w->cost[i].workspace_bytes;
 		}
@@ -334,7 +336,11 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 			r->peak_dev = d;
 		}
 	}
-	r->iter_s = pl->sched == SCHED_1F1B_ASYNC ? busiest_res : r->makespan_s;
+	/* Without a flush an iteration is the steady state's: the busiest
+	 * resource.  Under async-predict a device's two streams share its
+	 * compute (both kernels compete for the same cores), so its busy
+	 * time is forward plus backward either way. */
+	r->iter_s = sched_async(pl->sched) ? busiest_res : r->makespan_s;
 	r->samples_per_s = r->iter_s > 0 ? (double)s->g->batch / r->iter_s : 0;
 	r->bubble = r->iter_s > 0 && r->ndev_used > 0
 			    ? 1 - r->compute_busy_s / (r->ndev_used * r->iter_s)

@@ -90,8 +90,14 @@ static int forward(struct exec *e, struct rshard *s, int j)
 
 	if (e->g->ops[s->op].kind != OP_INPUT) {
 		fill_kbufs(e, s, j, &b);
-		if (e->p->sched == SCHED_1F1B_ASYNC && s->nparams)
+		if (exec_stashes(e) && s->nparams)
 			memcpy(s->stash[j], s->w, (size_t)s->nparams * sizeof(float));
+		if (s->pred && j > s->nupd) {
+			/* the version update j will find: j - nupd more */
+			e->be->predict(s->pred, s->w, s->mom, s->nparams,
+				       e->o.lr * (float)(j - s->nupd));
+			b.w = s->pred;
+		}
 		for (int kk = 0; kk < s->kern.nin; kk++)
 			if (gather(e, s, kk, j, &b.in[kk]))
 				return AP_EFAIL;
@@ -137,6 +143,7 @@ static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 static int update(struct exec *e, struct rshard *s)
 {
 	e->be->sgd(s->w, s->mom, s->dw, s->nparams, e->o.lr, e->o.momentum);
+	s->nupd++;
 	memset(s->dw, 0, (size_t)s->nparams * sizeof(float));
 	return AP_OK;
 }
@@ -173,7 +180,7 @@ static int backward(struct exec *e, struct rshard *s, int j)
 		return AP_OK;
 	/* PipeDream updates after every micro-batch, the synchronous
 	 * schedules once the last micro-batch's gradient is in */
-	if (e->p->sched == SCHED_1F1B_ASYNC) {
+	if (sched_async(e->p->sched)) {
 		if (s->gid >= 0 && (t->ops->iallreduce(t, s->gid, s->dw, s->nparams) ||
 				    t->ops->wait(t)))
 			return AP_EFAIL;
@@ -201,6 +208,7 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 		for (int j = 0; j < e->m; j++)
 			for (int64_t i = 0; i < n; i++)
 				s->dout[j][i] = seed;
+		s->nupd = 0;
 	}
 	for (int it = 0; it < e->nitems; it++) {
 		const struct sched_item *x = &e->items[it];
@@ -222,7 +230,7 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 	for (int q = 0; q < e->nsh; q++) {
 		struct rshard *s = &e->sh[q];
 
-		if (s->nparams && e->p->sched != SCHED_1F1B_ASYNC)
+		if (s->nparams && !sched_async(e->p->sched))
 			update(e, s);
 		if (e->g->ops[s->op].kind != OP_LOSS)
 			continue;

@@ -17,6 +17,22 @@
  * micro-batch's forward used for its backward (Narayanan et al., SOSP
  * 2019, section 3.3); a step here runs its m micro-batches in 1F1B order
  * and drains the pipeline at its end.
+ *
+ * async-predict (core/sched.c) updates after every micro-batch as well,
+ * but keeps no versions: a micro-batch's forward runs with the weights
+ * extrapolated to the version its gradient will be applied to,
+ * w - lr k v (v the momentum, k the updates the stage applies between the
+ * forward and that gradient: the micro-batch's index in the step minus
+ * the updates already done), into one buffer per shard.  Its backward
+ * predicts again, from the weights then current, for the updates still to
+ * come before its gradient lands: none, as updates come in micro-batch
+ * order, so the backward runs with the current weights, which are the
+ * version the forward predicted (exactly so once the momentum has
+ * settled).  This is SpecTrain's scheme (Chen et al., 2018): one
+ * prediction buffer per shard instead of a version per micro-batch in
+ * flight.  A CPU rank runs a slot's forward and backward one after the
+ * other, in the schedule's order, which is what the two concurrent
+ * streams compute.
  */
 #ifndef AUTOPAR_EXEC_H
 #define AUTOPAR_EXEC_H
@@ -32,6 +48,11 @@ struct exec_opts {
 	uint64_t seed;   /* data, labels and initial weights */
 	int pool;        /* distinct batches the steps cycle through */
 	float lr, momentum;
+	/* Asynchronous schedules without their remedy for staleness: no
+	 * stashed versions under 1f1b-async, no prediction under
+	 * async-predict; every task runs with the weights current when it
+	 * starts (the naive baseline of PipeDream's section 3.3). */
+	int naive;
 };
 
 struct exec;

@@ -41,6 +41,8 @@ struct rshard {
 	int64_t nparams;
 	float *w, *dw, *mom;
 	float **stash;                /* [m]: weights micro-batch j runs with */
+	float *pred;                  /* async-predict: the predicted weights */
+	int nupd;                     /* updates applied in this step */
 	int gid;                      /* replica group, -1 alone */
 	float **out, **dout, **ws;    /* [m] */
 	float **in;                   /* [m * nin] gathered inputs */
@@ -71,6 +73,18 @@ struct exec {
 	int *stage_ops_ofs, *stage_ops; /* ops of each stage index, graph order */
 	struct data data;
 };
+
+/* Whether e keeps a weight version per micro-batch (PipeDream's
+ * stashing) or predicts the weights. */
+static inline int exec_stashes(const struct exec *e)
+{
+	return e->p->sched == SCHED_1F1B_ASYNC && !e->o.naive;
+}
+
+static inline int exec_predicts(const struct exec *e)
+{
+	return e->p->sched == SCHED_ASYNC_PREDICT && !e->o.naive;
+}
 
 /* exec_layout.c */
 int exec_layout(struct exec *e);

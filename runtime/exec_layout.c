@@ -323,8 +323,10 @@ static int params_setup(struct exec *e, struct rshard *s)
 	params_init(e->g, s->op, e->o.seed, full);
 	params_slice(e->g, s->op, s->reg.lo[DIM_C], cn, full, s->w, 0);
 	e->be->release(full);
+	if (exec_predicts(e) && !(s->pred = falloc(e, s->nparams)))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int j = 0; j < e->m; j++) {
-		if (e->p->sched != SCHED_1F1B_ASYNC)
+		if (!exec_stashes(e))
 			s->stash[j] = s->w;
 		else if (!(s->stash[j] = falloc(e, s->nparams)))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
@@ -570,7 +572,7 @@ void exec_layout_release(struct exec *e)
 		free_list(e, s->ws, e->m);
 		free_list(e, s->in, e->m * nin);
 		free_list(e, s->cache, s->cache ? e->o.pool * e->m : 0);
-		if (s->stash && e->p->sched == SCHED_1F1B_ASYNC && s->w)
+		if (s->stash && exec_stashes(e) && s->w)
 			free_list(e, s->stash, e->m);
 		else
 			e->be->release(s->stash);
@@ -581,6 +583,7 @@ void exec_layout_release(struct exec *e)
 		e->be->release(s->w);
 		e->be->release(s->dw);
 		e->be->release(s->mom);
+		e->be->release(s->pred);
 		free(s->sends);
 	}
 	for (int x = 0; x < e->nxf; x++)
