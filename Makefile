@@ -121,13 +121,18 @@ check-asan:
 
 # The main job: every cell of bench/default.matrix planned, validated and
 # simulated into results/bench.csv (from scratch; `autopar bench` itself
-# resumes an interrupted file), then the figures.
+# resumes an interrupted file), the small models' plans executed on CPU
+# ranks (results/run.csv, predicted against measured), then the figures.
 bench: all
 	@mkdir -p results
 	@rm -f results/bench.csv.new
 	$(BIN) bench bench/default.matrix -o results/bench.csv.new
 	@mv results/bench.csv.new results/bench.csv
 	bench/sim-speed
+	bench/pipedream-search
+	bench/ilp-sizes
+	bench/graphpipe-compare
+	bench/run-small
 	@$(MAKE) --no-print-directory figures
 
 figures: all

@@ -355,6 +355,7 @@ static int run(int argc, char **argv)
 	o.seed = seed;
 	o.pool = (int)pool;
 	o.naive = naive;
+	o.steps = r.warmup + r.steps;
 	if (!transport_mpi_in_job() && r.ranks > 1) {
 		st = launch_mpirun(r.ranks, argc, argv);
 		goto out;
@@ -366,10 +367,10 @@ static int run(int argc, char **argv)
 	if (st)
 		goto out;
 	if (t.rank == 0)
-		printf("%s: %s (batch %lld) on %d rank%s, %s, %s, %d micro-batch%s; backend %s\n",
+		printf("%s: %s (batch %lld) on %d rank%s, %s, %s, %d micro-batch%s; backend %s (%s)\n",
 		       in.path, in.g.name, (long long)in.g.batch, r.ranks, r.ranks == 1 ? "" : "s",
 		       in.pl.planner, sched_name(in.pl.sched), in.pl.microbatches,
-		       in.pl.microbatches == 1 ? "" : "es", be->describe());
+		       in.pl.microbatches == 1 ? "" : "es", be->name, be->describe());
 	r.pred_ms = predict_ms(&in);
 	r.check = NAN;
 	st = train(&in, &t, be, &o, do_check, &fault, &r);
@@ -421,7 +422,9 @@ const struct command cmd_run = {
 		 "  --warmup N          untimed steps first (default 3)\n"
 		 "  --check             also train on one device and compare the loss of\n"
 		 "                      every step and all weights at the end (exit 1 when\n"
-		 "                      they differ by more than the tolerance)\n"
+		 "                      they differ by more than the tolerance); check a\n"
+		 "                      few steps: once round-off flips a max-pool winner\n"
+		 "                      or a ReLU, two correct runs drift apart\n"
 		 "  --tolerance X       relative difference --check accepts (default 1e-5)\n"
 		 "  --seed N            seed of data, labels and initial weights (default 1)\n"
 		 "  --lr X              learning rate of SGD with momentum 0.9 (default 0.02)\n"

@@ -7,8 +7,10 @@
 #include <stdio.h>
 
 #include "commands.h"
+#include "backend.h"
 #include "datadir.h"
 #include "gpu.h"
+#include "transport.h"
 
 #define AUTOPAR_VERSION "0.1.0"
 
@@ -25,6 +27,8 @@ static int run(int argc, char **argv)
 	ngpu = gpu_count(why, sizeof why);
 	printf("autopar %s\n", AUTOPAR_VERSION);
 	printf("backends: cpu%s\n", gpu_built() ? ", cuda" : "");
+	printf("cpu: %s\n", backend_cpu.describe());
+	printf("mpi: %s\n", transport_mpi_version());
 	printf("cuda: %s\n", gpu_versions());
 	if (ngpu > 0)
 		printf("gpus: %d\n", ngpu);
@@ -40,8 +44,9 @@ const struct command cmd_version = {
 	.name = "version",
 	.summary = "version and what this build has (backends, libraries)",
 	.usage = "usage: autopar version\n\n"
-		 "Prints the version, the backends compiled in (cpu, cuda), the CUDA,\n"
-		 "cuDNN and NCCL versions built against, the GPUs present, the GLPK and\n"
+		 "Prints the version, the backends compiled in (cpu, cuda), the BLAS of\n"
+		 "the CPU backend, the MPI library, the CUDA, cuDNN and NCCL versions\n"
+		 "built against, the GPUs present, the GLPK and\n"
 		 "jansson versions, and where the models and profiles are read from.\n",
 	.run = run,
 };

@@ -83,6 +83,12 @@ struct sched_item {
  * a source stage along `next`. */
 void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
 		 struct sched_item *items);
+/* The key of one item (K depths, m micro-batches: only GPipe's backward
+ * depends on m, so 1F1B keys hold for a stream of any length), and the
+ * order of a list of items. */
+int64_t sched_key(enum sched_kind k, int64_t K, int64_t m, int64_t d, int64_t j,
+		  int bwd);
+void sched_sort(struct sched_item *items, int n);
 int sched_parse(const char *s, enum sched_kind *out);
 /* Whether k updates the weights after every micro-batch (no flush). */
 int sched_async(enum sched_kind k);

@@ -67,9 +67,27 @@ const char *cost_source_name(enum cost_source s)
 	return source_names[s];
 }
 
+/* The candidates of the scaled fallback for one graph: every shard of
+ * every operator whose signature has a measured row, with its roofline.
+ * Finding them formats a signature per operator and degree vector, so they
+ * are found once per graph (its fingerprint) and rows (gen), not per
+ * lookup. */
+struct scale_cand {
+	int j, row;
+	struct op_cost roof;
+};
+
+struct scale_cache {
+	uint64_t key;
+	unsigned gen;
+	int valid, n, cap;
+	struct scale_cand *v;
+};
+
 void profile_init(struct profile *p)
 {
 	memset(p, 0, sizeof *p);
+	p->scale = calloc(1, sizeof *p->scale);
 }
 
 void profile_release(struct profile *p)
@@ -78,6 +96,9 @@ void profile_release(struct profile *p)
 		free(p->rows[r].sig);
 	free(p->rows);
 	free(p->hash);
+	if (p->scale)
+		free(p->scale->v);
+	free(p->scale);
 	profile_init(p);
 }
 
@@ -197,6 +218,7 @@ int profile_put(struct profile *p, const char *sig, double fwd_us,
 	r->workspace_bytes = workspace_bytes;
 	r->analytic = analytic ? 1 : 0;
 	count_row(p, r, +1);
+	p->gen++;
 out:
 	return rc;
 }
@@ -213,6 +235,7 @@ int profile_drop_analytic(struct profile *p)
 	}
 	dropped = p->nrows - kept;
 	p->nrows = kept;
+	p->gen++;
 	/* Only fails for lack of memory; the old index is then still valid
 	 * for no row, so clear it and let the next put rebuild it. */
 	if (dropped && hash_rebuild(p, p->nrows)) {
@@ -499,68 +522,114 @@ out:
 
 /* ---- lookup -------------------------------------------------------------- */
 
-struct nearest_ctx {
+/* FNV-1a over what a candidate's signature and roofline depend on. */
+static uint64_t graph_key(const struct graph *g)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (int i = 0; i < g->nops; i++) {
+		const struct op *op = &g->ops[i];
+		int64_t v[4 + NDIMS] = { op->kind, op->m.valid, (int64_t)op->fwd_macs,
+					 op->out_bytes };
+
+		for (int d = 0; d < NDIMS; d++)
+			v[4 + d] = shape_dim(&op->out, (enum dim_kind)d);
+		for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+			h ^= (uint64_t)v[k];
+			h *= 1099511628211ull;
+		}
+		for (const char *c = op->name; *c; c++) {
+			h ^= (unsigned char)*c;
+			h *= 1099511628211ull;
+		}
+	}
+	return h;
+}
+
+struct collect_ctx {
 	const struct profile *p;
 	const struct graph *g;
-	int j;                /* op whose shards are being tried */
-	double want_fwd;      /* roofline of the missing shard */
-	double best_dist;     /* |log ratio| of the best candidate so far */
-	const struct prof_row *best;
-	struct op_cost best_roof;
-	int rc;
+	int j;
 };
 
-static int try_candidate(const int degree[NDIMS], void *ctx)
+static int collect(const int degree[NDIMS], void *ctx)
 {
-	struct nearest_ctx *c = ctx;
+	struct collect_ctx *c = ctx;
+	struct scale_cache *sc = c->p->scale;
 	const struct prof_row *row;
 	struct op_cost roof;
 	char sig[SIG_LEN];
-	double dist;
-	int rc;
+	int rc = graph_op_signature(c->g, c->j, degree, sig, sizeof sig);
 
-	rc = graph_op_signature(c->g, c->j, degree, sig, sizeof sig);
 	if (rc)
 		return rc;
 	row = profile_find(c->p, sig);
 	if (!row || row->analytic)
-		return 0;
+		return AP_OK;
 	roofline_cost(&c->p->dev, c->g, c->j, degree, &roof);
 	if (roof.fwd_us <= 0 || roof.bwd_us <= 0)
-		return 0; /* nothing to scale by */
-	dist = fabs(log(c->want_fwd / roof.fwd_us));
-	if (!c->best || dist < c->best_dist) {
-		c->best = row;
-		c->best_dist = dist;
-		c->best_roof = roof;
-	}
-	return 0;
+		return AP_OK; /* nothing to scale by */
+	if (grow(&sc->v, sc->n, &sc->cap, sizeof *sc->v, 64))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	sc->v[sc->n++] = (struct scale_cand){ c->j, (int)(row - c->p->rows), roof };
+	return AP_OK;
 }
 
-/* Fallback (c) of the file comment.  Returns 1 with *out filled when a
- * measured instance was found, else 0; a failure (from the signature
- * writer) comes back through *rc. */
+/* Makes p->scale hold g's candidates, in operator then degree order. */
+static int scale_candidates(const struct profile *p, const struct graph *g)
+{
+	struct scale_cache *sc = p->scale;
+	struct collect_ctx c = { .p = p, .g = g };
+	uint64_t key = graph_key(g);
+	int rc = AP_OK;
+
+	if (sc->valid && sc->key == key && sc->gen == p->gen)
+		return AP_OK;
+	sc->valid = 0;
+	sc->n = 0;
+	for (c.j = 0; c.j < g->nops && !rc; c.j++)
+		if (!g->ops[c.j].m.valid && p->nmeasured[g->ops[c.j].kind] > 0)
+			rc = for_each_degree(&g->ops[c.j], SCALE_MAX_DEGREE, collect, &c);
+	if (rc)
+		return rc;
+	sc->key = key;
+	sc->gen = p->gen;
+	sc->valid = 1;
+	return AP_OK;
+}
+
+/* Fallback (c) of the file comment: the measured instance nearest in
+ * roofline time, among op i's own shards first, then those of the other
+ * operators of its kind.  Returns 1 with *out filled when a measured
+ * instance was found, else 0; a failure comes back through *rc. */
 static int scaled_cost(const struct profile *p, const struct graph *g, int i,
 		       const struct op_cost *roof, struct op_cost *out, int *rc)
 {
-	struct nearest_ctx c = { .p = p, .g = g, .want_fwd = roof->fwd_us };
 	enum op_kind kind = g->ops[i].kind;
+	const struct scale_cand *best = NULL;
+	double best_dist = 0;
 
 	*rc = AP_OK;
-	if (p->nmeasured[kind] <= 0 || roof->fwd_us <= 0)
+	if (p->nmeasured[kind] <= 0 || roof->fwd_us <= 0 || !p->scale)
 		return 0;
-	c.j = i;
-	*rc = for_each_degree(&g->ops[i], SCALE_MAX_DEGREE, try_candidate, &c);
-	for (c.j = 0; !*rc && !c.best && c.j < g->nops; c.j++) {
-		if (c.j == i || g->ops[c.j].kind != kind || g->ops[c.j].m.valid)
-			continue;
-		*rc = for_each_degree(&g->ops[c.j], SCALE_MAX_DEGREE,
-				      try_candidate, &c);
-	}
-	if (*rc || !c.best)
+	*rc = scale_candidates(p, g);
+	for (int own = 1; !*rc && !best && own >= 0; own--)
+		for (int k = 0; k < p->scale->n; k++) {
+			const struct scale_cand *x = &p->scale->v[k];
+			double dist;
+
+			if ((x->j == i) != own || g->ops[x->j].kind != kind)
+				continue;
+			dist = fabs(log(roof->fwd_us / x->roof.fwd_us));
+			if (!best || dist < best_dist) {
+				best = x;
+				best_dist = dist;
+			}
+		}
+	if (*rc || !best)
 		return 0;
-	out->fwd_us = c.best->fwd_us * roof->fwd_us / c.best_roof.fwd_us;
-	out->bwd_us = c.best->bwd_us * roof->bwd_us / c.best_roof.bwd_us;
+	out->fwd_us = p->rows[best->row].fwd_us * roof->fwd_us / best->roof.fwd_us;
+	out->bwd_us = p->rows[best->row].bwd_us * roof->bwd_us / best->roof.bwd_us;
 	out->workspace_bytes = roof->workspace_bytes;
 	out->source = COST_SCALED;
 	return 1;

@@ -53,6 +53,10 @@ struct profile {
 	int nmeasured[NOP_KINDS]; /* measured rows per op kind (signature
 				   * prefix), so a miss knows at once whether
 				   * a scaled fallback can exist */
+	unsigned gen;             /* bumped by every change of the rows */
+	struct scale_cache *scale; /* the measured instances of the last
+				    * graph a fallback searched (profile.c);
+				    * NULL when it could not be allocated */
 };
 
 const char *cost_source_name(enum cost_source s);

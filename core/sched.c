@@ -31,8 +31,8 @@
  * with the weights from before the concurrent backward's update.  The
  * 1f1b-async order is 1F1B's; only the weight handling differs.
  */
-static int64_t item_key(enum sched_kind k, int64_t K, int64_t m, int64_t d,
-			int64_t j, int bwd)
+int64_t sched_key(enum sched_kind k, int64_t K, int64_t m, int64_t d, int64_t j,
+		  int bwd)
 {
 	if (k == SCHED_GPIPE)
 		return bwd ? m + K + j + K - 1 - d : j + d;
@@ -72,8 +72,13 @@ void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
 				it->stage = st;
 				it->mb = j;
 				it->bwd = bwd;
-				it->key = item_key(k, K, m, depth[st], j, bwd);
+				it->key = sched_key(k, K, m, depth[st], j, bwd);
 			}
+	sched_sort(items, n);
+}
+
+void sched_sort(struct sched_item *items, int n)
+{
 	qsort(items, (size_t)n, sizeof *items, cmp_item);
 }
 
@@ -92,11 +97,11 @@ int sched_staleness(enum sched_kind k, int K, int d, int m)
 	if (!sched_async(k))
 		return 0;
 	for (int j = 1; j < m; j++) {
-		int64_t f = item_key(k, K, m, d, j, 0);
+		int64_t f = sched_key(k, K, m, d, j, 0);
 		int n = 0;
 
 		for (int jj = 0; jj < j; jj++)
-			n += item_key(k, K, m, d, jj, 1) >= f;
+			n += sched_key(k, K, m, d, jj, 1) >= f;
 		worst = n > worst ? n : worst;
 	}
 	return worst;

@@ -142,8 +142,11 @@ int sim_init(struct sim *s, const struct graph *g, const struct profile *p,
 	w->grad_ready = calloc((size_t)w->ndev, sizeof *w->grad_ready);
 	w->act_cur = calloc((size_t)w->ndev, sizeof *w->act_cur);
 	w->mem = calloc((size_t)w->ndev, sizeof *w->mem);
+	w->dev_nshards = calloc((size_t)w->ndev, sizeof *w->dev_nshards);
+	w->umem = calloc((size_t)w->ndev, sizeof *w->umem);
+	w->udev_nshards = calloc((size_t)w->ndev, sizeof *w->udev_nshards);
 	if (!w->cost || !w->res_free || !w->res_busy || !w->grad_ready ||
-	    !w->act_cur || !w->mem)
+	    !w->act_cur || !w->mem || !w->dev_nshards || !w->umem || !w->udev_nshards)
 		st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
 out:
 	if (st)
@@ -164,6 +167,9 @@ void sim_release(struct sim *s)
 		free(w->grad_ready);
 		free(w->act_cur);
 		free(w->mem);
+		free(w->dev_nshards);
+		free(w->umem);
+		free(w->udev_nshards);
 		free(w->stage_pos);
 		free(w->stage_depth);
 		free(w->stage_ops_ofs);
@@ -180,6 +186,12 @@ void sim_release(struct sim *s)
 		free(w->op_mark);
 		free(w->op_stage);
 		free(w->aff);
+		free(w->uop);
+		free(w->ushard);
+		free(w->last_ops);
+		free(w->pend);
+		free(w->loc);
+		free(w->pairs_loc);
 		free(w->tmp_ofs);
 		free(w->tmp);
 		free(w->shard_dev);
@@ -211,6 +223,7 @@ void sim_release(struct sim *s)
 		free(w->pairs);
 		free(w->bpairs);
 		free(w->heads);
+		free(w->xhead);
 		free(w->scratch);
 		free(w->cut);
 		free(w->span);
@@ -232,71 +245,100 @@ int sim_op_cost(const struct profile *p, const struct graph *g, int i,
 	return st;
 }
 
-/* One lookup per op, unless its degrees are those of the last run. */
+/* The cost of op i under its plan degrees, looked up unless they are
+ * those of the last run. */
+static int lookup_cost(struct sim *s, const struct plan *pl, int i)
+{
+	struct sim_cost *c = &s->w->cost[i];
+	int deg[NDIMS], st;
+	struct op_cost oc;
+
+	memcpy(deg, pl->ops[i].degree, sizeof deg);
+	deg[DIM_N] *= pl->microbatches;
+	if (memcmp(deg, c->degree, sizeof deg) == 0)
+		return AP_OK;
+	st = sim_op_cost(s->p, s->g, i, pl->ops[i].degree, pl->microbatches, &oc);
+	if (st)
+		return st;
+	memcpy(c->degree, deg, sizeof deg);
+	c->fwd_s = oc.fwd_us * 1e-6;
+	c->bwd_s = oc.bwd_us * 1e-6;
+	c->workspace_bytes = oc.workspace_bytes;
+	c->source = oc.source;
+	return AP_OK;
+}
+
 static int lookup_costs(struct sim *s, const struct plan *pl, struct cost_tally *t)
 {
-	const struct graph *g = s->g;
-
 	memset(t, 0, sizeof *t);
-	for (int i = 0; i < g->nops; i++) {
-		struct sim_cost *c = &s->w->cost[i];
-		int deg[NDIMS];
-		struct op_cost oc;
-		int st;
+	for (int i = 0; i < s->g->nops; i++) {
+		int st = lookup_cost(s, pl, i);
 
-		memcpy(deg, pl->ops[i].degree, sizeof deg);
-		deg[DIM_N] *= pl->microbatches;
-		if (memcmp(deg, c->degree, sizeof deg) != 0) {
-			st = sim_op_cost(s->p, g, i, pl->ops[i].degree, pl->microbatches, &oc);
-			if (st)
-				return st;
-			memcpy(c->degree, deg, sizeof deg);
-			c->fwd_s = oc.fwd_us * 1e-6;
-			c->bwd_s = oc.bwd_us * 1e-6;
-			c->workspace_bytes = oc.workspace_bytes;
-			c->source = oc.source;
-		}
-		cost_tally_add(t, c->source);
+		if (st)
+			return st;
+		cost_tally_add(t, s->w->cost[i].source);
 	}
 	return AP_OK;
+}
+
+/* Adds (sign 1) or takes away (-1) the weights and stashed versions of
+ * op i's shards a..b-1 and counts them on their devices: integer sums,
+ * so a change can be applied to the totals of the last run. */
+static void op_memory(struct sim *s, const struct plan *pl, int i, int a, int b, int sign)
+{
+	struct sim_work *w = s->w;
+	int sidx = w->stage_pos[pl->ops[i].stage];
+	int stale = sched_staleness(pl->sched, w->depth_max + 1, w->stage_depth[sidx], w->m);
+	/* PipeDream stashes a version per update the stage sees while a
+	 * micro-batch is in flight; async-predict keeps one predicted
+	 * copy, whatever the distance. */
+	int64_t stash = pl->sched == SCHED_ASYNC_PREDICT ? stale > 0 : stale;
+
+	for (int gs = a; gs < b; gs++) {
+		struct sim_mem *m = &w->mem[w->shard_dev[gs]];
+
+		m->weights += sign * w->shard_params[gs];
+		m->stash += sign * stash * w->shard_params[gs];
+		w->dev_nshards[w->shard_dev[gs]] += sign;
+	}
+}
+
+/* The largest workspace of each device's shards. */
+static void workspaces(struct sim *s)
+{
+	struct sim_work *w = s->w;
+
+	for (int d = 0; d < w->ndev; d++)
+		w->mem[d].workspace = 0;
+	for (int i = 0; i < s->g->nops; i++)
+		for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++) {
+			struct sim_mem *m = &w->mem[w->shard_dev[gs]];
+
+			if (w->cost[i].workspace_bytes > m->workspace)
+				m->workspace = w->cost[i].workspace_bytes;
+		}
+}
+
+static void optimizer_memory(struct sim_work *w, int copies)
+{
+	for (int d = 0; d < w->ndev; d++) {
+		w->mem[d].grads = w->mem[d].weights;
+		w->mem[d].opt_state = copies * w->mem[d].weights;
+	}
 }
 
 /* Everything but the activations, which the schedule follows. */
 static void static_memory(struct sim *s, const struct plan *pl, int copies)
 {
 	struct sim_work *w = s->w;
-	int K = w->depth_max + 1, depth = -1, stale = 0;
 
 	for (int d = 0; d < w->ndev; d++)
 		memset(&w->mem[d], 0, sizeof w->mem[d]);
-	for (int i = 0; i < s->g->nops; i++) {
-		int sidx = w->stage_pos[pl->ops[i].stage];
-		int versions;
-
-		/* ops come grouped by stage: one staleness per run of them */
-		if (w->stage_depth[sidx] != depth) {
-			depth = w->stage_depth[sidx];
-			stale = sched_staleness(pl->sched, K, depth, w->m);
-		}
-		/* PipeDream stashes a version per update the stage sees while
-		 * a micro-batch is in flight; async-predict keeps one
-		 * predicted copy, whatever the distance. */
-		versions = pl->sched == SCHED_ASYNC_PREDICT ? stale > 0 : stale;
-
-		for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++) {
-			struct sim_mem *m = &w->mem[w->shard_dev[gs]];
-			int64_t b = w->shard_params[gs];
-
-			m->weights += b;
-			m->stash += versions * b;
-			if (w->cost[i].workspace_bytes > m->workspace)
-				m->workspace = w->cost[i].workspace_bytes;
-		}
-	}
-	for (int d = 0; d < w->ndev; d++) {
-		w->mem[d].grads = w->mem[d].weights;
-		w->mem[d].opt_state = copies * w->mem[d].weights;
-	}
+	memset(w->dev_nshards, 0, (size_t)w->ndev * sizeof *w->dev_nshards);
+	for (int i = 0; i < s->g->nops; i++)
+		op_memory(s, pl, i, w->shard_base[i], w->shard_end[i], 1);
+	workspaces(s);
+	optimizer_memory(w, copies);
 }
 
 static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r)
@@ -318,14 +360,10 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 	}
 	/* A device is used when it holds a shard; its busy time then
 	 * counts, idle or not. */
-	memset(w->act_cur, 0, (size_t)w->ndev * sizeof *w->act_cur);
-	for (int i = 0; i < s->g->nops; i++)
-		for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++)
-			w->act_cur[w->shard_dev[gs]] = 1;
 	for (int d = 0; d < w->ndev; d++) {
 		struct sim_mem *m = &w->mem[d];
 
-		r->ndev_used += (int)w->act_cur[d];
+		r->ndev_used += w->dev_nshards[d] > 0;
 		r->compute_busy_s += w->res_busy[d];
 		if (w->res_busy[d] > r->busiest_compute_s)
 			r->busiest_compute_s = w->res_busy[d];
@@ -349,22 +387,64 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 	r->mem_bytes = s->c->mem_bytes > 0 ? s->c->mem_bytes : s->p->dev.mem_bytes;
 }
 
-int sim_finish(struct sim *s, const struct plan *pl, int from, struct sim_result *r)
+/* The schedule from step `from` and the summary. */
+static int schedule_summarise(struct sim *s, const struct plan *pl, int from,
+			      struct sim_result *r)
 {
-	struct cost_tally tally;
-	int copies = optimizer_copies[s->w->opt], st;
+	int st = sim_schedule_from(s, optimizer_copies[s->w->opt], from);
 
-	memset(r, 0, sizeof *r);
-	st = lookup_costs(s, pl, &tally);
-	if (st)
-		return st;
-	static_memory(s, pl, copies);
-	st = sim_schedule_from(s, copies, from);
 	if (st)
 		return st;
 	summarise(s, pl, r);
-	r->costs = tally;
+	r->costs = s->w->tally;
 	return AP_OK;
+}
+
+int sim_finish(struct sim *s, const struct plan *pl, int from, struct sim_result *r)
+{
+	int st;
+
+	memset(r, 0, sizeof *r);
+	st = lookup_costs(s, pl, &s->w->tally);
+	if (st)
+		return st;
+	static_memory(s, pl, optimizer_copies[s->w->opt]);
+	return schedule_summarise(s, pl, from, r);
+}
+
+int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_undo_op *old,
+		      int n, int from, struct sim_result *r)
+{
+	struct sim_work *w = s->w;
+	int rescan = 0;
+
+	memset(r, 0, sizeof *r);
+	for (int k = 0; k < n; k++) {
+		int i = old[k].op, st;
+		int64_t ws = old[k].cost.workspace_bytes;
+
+		w->tally.n[old[k].cost.source]--;
+		op_memory(s, pl, i, old[k].shard_base, old[k].shard_end, -1);
+		/* a device whose largest workspace this op's shard had must be
+		 * scanned again */
+		for (int gs = old[k].shard_base; gs < old[k].shard_end && !rescan; gs++)
+			rescan = ws > 0 && ws >= w->mem[w->shard_dev[gs]].workspace;
+		st = lookup_cost(s, pl, i);
+		if (st)
+			return st;
+		cost_tally_add(&w->tally, w->cost[i].source);
+		op_memory(s, pl, i, w->shard_base[i], w->shard_end[i], 1);
+		for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++) {
+			struct sim_mem *m = &w->mem[w->shard_dev[gs]];
+
+			if (w->cost[i].workspace_bytes > m->workspace)
+				m->workspace = w->cost[i].workspace_bytes;
+		}
+	}
+	if (rescan)
+		workspaces(s);
+	optimizer_memory(w, optimizer_copies[w->opt]);
+	return schedule_summarise(s, pl, from, r);
 }
 
 int sim_run(struct sim *s, const struct plan *pl, const struct sim_opts *opts,

@@ -145,6 +145,14 @@ double sim_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t b
 int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 	      struct sim_result *r);
 
+/* Takes back the last sim_delta(): the caller has put the configurations
+ * it changed back as they were, and the next sim_delta() continues from
+ * the run before it (its layout is restored, not laid out again; its
+ * schedule is timed again from the first step the undone change touched).
+ * As a rejected proposal of a search does.  After anything but a
+ * successful incremental sim_delta() the next sim_delta() is a full run. */
+void sim_undo(struct sim *s);
+
 /* The last run's task list (NULL, 0 unless it was recorded). */
 const struct sim_task *sim_tasks(const struct sim *s, int64_t *n);
 /* Resources are numbered devices first, then the directed links inside

@@ -13,7 +13,10 @@
  * new shards, transfers, lists and groups are appended to the arrays of
  * struct sim_work, every index of the rest staying valid; the lists are
  * addressed by (ofs, end) for that reason.  What is left behind is
- * garbage, and once it outgrows the live part a full run compacts it.
+ * garbage, and once it outgrows the live part six times a full run
+ * compacts it (a compaction costs a full run; the schedule only ever
+ * touches live entries, so garbage costs memory, not time).  The temporary
+ * lists a change builds are keyed by the changed shards alone.
  *
  * Schedule.  Steps (one op's forward or backward in one item) run in a
  * fixed order, each resource doing its tasks in that order, so the state
@@ -26,18 +29,29 @@
  * order as in a full run, and maxima do not depend on order, so the times
  * are the same numbers.
  *
+ * Undo.  A search rejects most proposals.  Since a delta only appends,
+ * besides a few list heads, costs and activation sizes it overwrites in
+ * place and keeps, sim_undo() takes it back by restoring those: the
+ * rejected change is not laid out a second time, and the next delta
+ * times the schedule from the first step of either change.
+ *
  * Delta runs need one micro-batch (FlexFlow's setting: no pipelining),
  * no task recording and an unchanged stage per op; otherwise sim_delta()
  * is a full sim_run().
  */
 #include "sim_impl.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 
 enum { MARK_K = 1, MARK_R = 2, MARK_C = 4 };
+
+/* What sim_undo() does after the last run: force a full run next, restore
+ * the delta's layout, or leave the ops it changed to the next delta. */
+enum { UNDO_NONE, UNDO_RESTORE, UNDO_PEND };
 
 /* --- checkpoints ------------------------------------------------------------ */
 
@@ -118,6 +132,9 @@ void sim_delta_base(struct sim *s)
 	w->live = (int64_t)w->nshards + w->nxf + w->nfsrc + w->nbsrc + w->ngrp_mem +
 		  w->ncoll_res + 1024;
 	w->grown = 0;
+	w->undo = UNDO_NONE;
+	w->npend = 0;
+	w->stale_from = INT_MAX;
 	w->delta_ready = w->m == 1 && !w->record && !RESERVE(w, op_stage, nops);
 	for (int si = 0; si < w->nstages && w->delta_ready; si++)
 		for (int k = w->stage_ops_ofs[si]; k < w->stage_ops_ofs[si + 1]; k++)
@@ -238,20 +255,46 @@ static void reset_act(struct sim *s, int naff)
 	}
 }
 
+/* The np (shard, source) pairs at pr as a temporary CSR list over the
+ * shards of the ops marked `mark` only: shard gs is key loc[gs], so the
+ * cost is that of the change, not of every shard. */
+static int touched_csr(struct sim_work *w, const int *pr, int np, int naff, int mark)
+{
+	int nk = 0;
+
+	if (RESERVE(w, loc, w->nshards))
+		return AP_EFAIL;
+	for (int a = 0; a < naff; a++) {
+		int i = w->aff[a];
+
+		if (w->op_mark[i] & mark)
+			for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++)
+				w->loc[gs] = nk++;
+	}
+	if (RESERVE(w, pairs_loc, 2 * (size_t)np + 1))
+		return AP_EFAIL;
+	for (int k = 0; k < np; k++) {
+		w->pairs_loc[2 * k] = w->loc[pr[2 * k]];
+		w->pairs_loc[2 * k + 1] = pr[2 * k + 1];
+	}
+	return sim_build_csr(w, w->pairs_loc, np, nk, &w->tmp_ofs, &w->cap_tmp_ofs,
+			     &w->tmp, &w->cap_tmp);
+}
+
 /* Appends the new list of shard gs: the old entries from producers
  * outside R (keep_old), then those of the temporary CSR. */
 static int relist(struct sim_work *w, int gs, int keep_old, int **vals, size_t *cap,
 		  int *used, int *ofs, int *end)
 {
-	int a = ofs[gs], b = end[gs], na = w->tmp_ofs[gs + 1] - w->tmp_ofs[gs];
-	int n0 = *used;
+	int k = w->loc[gs], a = ofs[gs], b = end[gs];
+	int na = w->tmp_ofs[k + 1] - w->tmp_ofs[k], n0 = *used;
 
 	if (room(vals, cap, *used, (keep_old ? b - a : 0) + na))
 		return AP_EFAIL;
 	for (int e = a; e < b && keep_old; e++)
 		if (!(w->op_mark[src_op(w, (*vals)[e])] & MARK_R))
 			(*vals)[(*used)++] = (*vals)[e];
-	memcpy(*vals + *used, w->tmp + w->tmp_ofs[gs], (size_t)na * sizeof(int));
+	memcpy(*vals + *used, w->tmp + w->tmp_ofs[k], (size_t)na * sizeof(int));
 	*used += na;
 	ofs[gs] = n0;
 	end[gs] = *used;
@@ -341,14 +384,12 @@ static int new_transfers(struct sim *s, const struct plan *pl, int naff)
 	/* forward sources of C's shards; backward sources of R's, all of
 	 * whose consumers were connected again */
 	if (!st)
-		st = sim_build_csr(w, w->pairs, np[0], w->nshards, &w->tmp_ofs,
-				   &w->cap_tmp_ofs, &w->tmp, &w->cap_tmp);
+		st = touched_csr(w, w->pairs, np[0], naff, MARK_C);
 	if (!st)
 		st = relist_ops(w, naff, MARK_C, &w->fsrc, &w->cap_fsrc, &w->nfsrc,
 				w->fsrc_ofs, w->fsrc_end);
 	if (!st)
-		st = sim_build_csr(w, w->bpairs, np[1], w->nshards, &w->tmp_ofs,
-				   &w->cap_tmp_ofs, &w->tmp, &w->cap_tmp);
+		st = touched_csr(w, w->bpairs, np[1], naff, MARK_R);
 	if (!st)
 		st = relist_ops(w, naff, MARK_R, &w->bsrc, &w->cap_bsrc, &w->nbsrc,
 				w->bsrc_ofs, w->bsrc_end);
@@ -358,8 +399,102 @@ static int new_transfers(struct sim *s, const struct plan *pl, int naff)
 	return st;
 }
 
+/* --- undo ------------------------------------------------------------------ */
+
+/* Keeps what the change of the marked ops will overwrite in place. */
+static int undo_record(struct sim_work *w, int naff)
+{
+	int nsh = 0;
+
+	for (int a = 0; a < naff; a++)
+		nsh += w->shard_end[w->aff[a]] - w->shard_base[w->aff[a]];
+	if (RESERVE(w, uop, naff) || RESERVE(w, ushard, nsh))
+		return AP_EFAIL;
+	w->nuop = naff;
+	w->nushard = 0;
+	memcpy(w->umem, w->mem, (size_t)w->ndev * sizeof *w->umem);
+	memcpy(w->udev_nshards, w->dev_nshards, (size_t)w->ndev * sizeof *w->udev_nshards);
+	w->utally = w->tally;
+	for (int a = 0; a < naff; a++) {
+		int i = w->aff[a];
+		struct sim_undo_op *u = &w->uop[a];
+
+		*u = (struct sim_undo_op){
+			.op = i, .shard_base = w->shard_base[i], .shard_end = w->shard_end[i],
+			.xff_ofs = w->xff_ofs[i], .xff_end = w->xff_end[i],
+			.xfb_ofs = w->xfb_ofs[i], .xfb_end = w->xfb_end[i],
+			.grp_ofs = w->op_grp_ofs[i], .grp_end = w->op_grp_end[i],
+			.cost = w->cost[i],
+		};
+		for (int gs = u->shard_base; gs < u->shard_end; gs++)
+			w->ushard[w->nushard++] = (struct sim_undo_shard){
+				.gs = gs, .fsrc_ofs = w->fsrc_ofs[gs],
+				.fsrc_end = w->fsrc_end[gs], .bsrc_ofs = w->bsrc_ofs[gs],
+				.bsrc_end = w->bsrc_end[gs], .act_bytes = w->act_bytes[gs],
+			};
+	}
+	return AP_OK;
+}
+
+/* Everything a delta writes is appended but what undo_record() keeps, so
+ * putting that back restores the layout; the times from the first step
+ * the delta ran are of the undone plan and are run again by the next. */
+void sim_undo(struct sim *s)
+{
+	struct sim_work *w = s->w;
+
+	if (!w->delta_ready || w->undo == UNDO_NONE) {
+		w->delta_ready = 0;
+		return;
+	}
+	if (w->undo == UNDO_PEND) {
+		/* a full run or one with pending ops: no record to restore */
+		if (RESERVE(w, pend, w->nlast)) {
+			w->delta_ready = 0;
+			return;
+		}
+		memcpy(w->pend, w->last_ops, (size_t)w->nlast * sizeof *w->pend);
+		w->npend = w->nlast;
+		w->undo = UNDO_NONE;
+		return;
+	}
+	for (int a = 0; a < w->nuop; a++) {
+		const struct sim_undo_op *u = &w->uop[a];
+		int i = u->op;
+
+		w->shard_base[i] = u->shard_base;
+		w->shard_end[i] = u->shard_end;
+		w->xff_ofs[i] = u->xff_ofs;
+		w->xff_end[i] = u->xff_end;
+		w->xfb_ofs[i] = u->xfb_ofs;
+		w->xfb_end[i] = u->xfb_end;
+		w->op_grp_ofs[i] = u->grp_ofs;
+		w->op_grp_end[i] = u->grp_end;
+		w->cost[i] = u->cost;
+	}
+	for (int k = 0; k < w->nushard; k++) {
+		const struct sim_undo_shard *u = &w->ushard[k];
+
+		w->fsrc_ofs[u->gs] = u->fsrc_ofs;
+		w->fsrc_end[u->gs] = u->fsrc_end;
+		w->bsrc_ofs[u->gs] = u->bsrc_ofs;
+		w->bsrc_end[u->gs] = u->bsrc_end;
+		w->act_bytes[u->gs] = u->act_bytes;
+	}
+	/* the totals of memory (the activations are the schedule's and come
+	 * again with it), shard counts and cost sources */
+	memcpy(w->mem, w->umem, (size_t)w->ndev * sizeof *w->mem);
+	memcpy(w->dev_nshards, w->udev_nshards, (size_t)w->ndev * sizeof *w->dev_nshards);
+	w->tally = w->utally;
+	if (w->last_from < w->stale_from)
+		w->stale_from = w->last_from;
+	w->undo = UNDO_NONE;
+}
+
+/* --- the schedule of a change ---------------------------------------------- */
+
 /* The first step that runs the forward of an op of R, rounded down to a
- * checkpoint. */
+ * checkpoint; the last checkpoint when R is empty. */
 static int first_step(const struct sim *s)
 {
 	const struct sim_work *w = s->w;
@@ -373,7 +508,7 @@ static int first_step(const struct sim *s)
 			if (!x->bwd && (w->op_mark[w->stage_ops[k]] & MARK_R))
 				return step / SIM_CKPT_STEPS * SIM_CKPT_STEPS;
 	}
-	return 0;
+	return step / SIM_CKPT_STEPS * SIM_CKPT_STEPS;
 }
 
 /* Whether the change can be applied to the last run's state. */
@@ -381,7 +516,7 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 {
 	const struct sim_work *w = s->w;
 
-	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 2 * w->live ||
+	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 6 * w->live ||
 	    pl->nstages != w->nstages)
 		return 0;
 	/* the stage of a changed op must stay: the order of steps depends
@@ -393,19 +528,14 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 	return 1;
 }
 
-int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
-	      struct sim_result *r)
+static int delta(struct sim *s, const struct plan *pl, const int *ops, int n,
+		 struct sim_result *r)
 {
 	const struct graph *g = s->g;
 	struct sim_work *w = s->w;
 	struct sim_opts opts = { .optimizer = w->opt };
 	int naff = 0, nk = 0, st = AP_OK, from;
 
-	w->ckpt_on = 1;
-	for (int k = 0; k < n; k++)
-		if (ops[k] < 0 || ops[k] >= g->nops || pl->nops != g->nops)
-			return ap_err(AP_EINPUT, "plan", 0, "simulator: no operator %d to change",
-				      ops[k]);
 	if (!applicable(s, pl, ops, n))
 		return sim_run(s, pl, &opts, r);
 	for (int k = 0; k < n; k++) {
@@ -419,7 +549,9 @@ int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 	memset(w->op_mark, 0, (size_t)g->nops * sizeof *w->op_mark);
 	/* the ops of K, each once, come first in aff */
 	mark_sets(s, ops, n, &nk, &naff);
-	st = new_shards(s, pl, w->aff, nk);
+	st = undo_record(w, naff);
+	if (!st)
+		st = new_shards(s, pl, w->aff, nk);
 	if (!st)
 		reset_act(s, naff);
 	if (!st)
@@ -432,11 +564,47 @@ int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 	}
 	if (st)
 		return st;
-	from = first_step(s);
+	/* the steps before the change's first are those of the plan before
+	 * it, whatever step the run starts from */
+	w->last_from = from = first_step(s);
+	if (from > w->stale_from)
+		from = w->stale_from;
 	if (from / SIM_CKPT_STEPS >= w->nckpt)
 		from = 0;
-	st = sim_finish(s, pl, from, r);
-	if (!st)
+	st = sim_finish_change(s, pl, w->uop, nk, from, r);
+	if (!st) {
 		w->delta_ready = 1;
+		w->undo = UNDO_RESTORE;
+		w->stale_from = INT_MAX;
+	}
+	return st;
+}
+
+/* The ops an undo left pending join those of this change; the delta
+ * proper then sees one change of them all. */
+int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
+	      struct sim_result *r)
+{
+	struct sim_work *w = s->w;
+	int np = w->npend, st;
+
+	w->ckpt_on = 1;
+	for (int k = 0; k < n; k++)
+		if (ops[k] < 0 || ops[k] >= s->g->nops || pl->nops != s->g->nops)
+			return ap_err(AP_EINPUT, "plan", 0, "simulator: no operator %d to change",
+				      ops[k]);
+	if (RESERVE(w, pend, np + n) || RESERVE(w, last_ops, n))
+		return AP_EFAIL;
+	memcpy(w->pend + np, ops, (size_t)n * sizeof *ops);
+	memcpy(w->last_ops, ops, (size_t)n * sizeof *ops);
+	w->nlast = n;
+	w->npend = 0;
+	w->undo = UNDO_NONE;
+	st = delta(s, pl, w->pend, np + n, r);
+	/* after a full run, or one that laid out pending ops too, the
+	 * simulator differs from the plan an undo leaves at this call's ops
+	 * only */
+	if (!st && (np > 0 || w->undo == UNDO_NONE))
+		w->undo = UNDO_PEND;
 	return st;
 }

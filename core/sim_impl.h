@@ -43,19 +43,20 @@ struct sim_cost {
  * as a runtime sends a tensor once and sums the gradients before sending
  * them back. */
 struct sim_xfer {
-	int src, dst;      /* devices, forward direction */
+	/* what the scheduler reads, first: one cache line */
 	int prod;          /* global shard index of the producer */
 	int cons;          /* the consumer shard that asked first: on dst,
 			    * its backward is the last of the sharers' */
-	int emit_op;       /* first consumer op: its backward sends the gradient */
-	int stage;         /* the consumers' stage (a stage index) */
 	int res[2], rres[2]; /* forward and backward resources, -1 unused */
-	int no_grad;       /* the producer is an input: no gradient to send */
+	enum link_class cls;
 	double dur_s;      /* latency + bytes / bandwidth */
 	int64_t bytes;
-	enum link_class cls;
+	int src, dst;      /* devices, forward direction */
+	int emit_op;       /* first consumer op: its backward sends the gradient */
+	int stage;         /* the consumers' stage (a stage index) */
+	int no_grad;       /* the producer is an input: no gradient to send */
 	int64_t lo[NDIMS], hi[NDIMS]; /* the region, for sharing */
-	int next_same;     /* next transfer of the same producer shard, -1 */
+	int next_same;     /* next of the same producer shard and dst, -1 */
 };
 
 /* What consumer index i of a dim needs of its input, [a, b), and the
@@ -81,6 +82,20 @@ struct sim_group {
 	int op, cidx;
 	int mem_ofs, nmem;   /* member shards (gs) in grp_mem */
 	int coll_ofs, ncoll; /* its tasks in coll, in order */
+};
+
+/* What sim_delta() overwrites in place, kept for sim_undo(): per op it
+ * touches, its list heads and cost; per shard of those ops, its source
+ * lists and activation bytes. */
+struct sim_undo_op {
+	int op, shard_base, shard_end, xff_ofs, xff_end, xfb_ofs, xfb_end;
+	int grp_ofs, grp_end;
+	struct sim_cost cost;
+};
+
+struct sim_undo_shard {
+	int gs, fsrc_ofs, fsrc_end, bsrc_ofs, bsrc_end;
+	int64_t act_bytes;
 };
 
 /* Each growable array f of struct sim_work has its capacity in cap_f. */
@@ -147,6 +162,8 @@ struct sim_work {
 	double *res_free, *res_busy;     /* [nres] */
 	int64_t *act_cur;                /* [ndev] */
 	struct sim_mem *mem;             /* [ndev] */
+	int *dev_nshards;                /* [ndev]: shards on each device */
+	struct cost_tally tally;         /* of the ops' cost sources */
 	ARRAY(struct sim_task, tasks);
 	int64_t ntasks, nrecorded;
 	int ntask_kinds[NTASK_KINDS];
@@ -167,6 +184,23 @@ struct sim_work {
 	ARRAY(int, op_stage);            /* [nops]: stage index of each op */
 	ARRAY(int, op_mark);             /* [nops] */
 	ARRAY(int, aff);                 /* ops a change touches */
+	int nuop, nushard;               /* the last delta's undo record */
+	int undo;                        /* what sim_undo() can do: enum in
+					  * sim_delta.c */
+	ARRAY(int, last_ops);            /* the ops the last delta changed */
+	int nlast;
+	ARRAY(int, pend);                /* ops an undo left to the next */
+	int npend;                       /* delta to lay out again */
+	ARRAY(struct sim_undo_op, uop);
+	ARRAY(struct sim_undo_shard, ushard);
+	struct sim_mem *umem;            /* [ndev] */
+	int *udev_nshards;               /* [ndev] */
+	struct cost_tally utally;
+	int last_from;                   /* the first step it timed again */
+	int stale_from;                  /* steps from here on are of an
+					  * undone change; INT_MAX none */
+	ARRAY(int, loc);                 /* [nshards]: a changed shard's key */
+	ARRAY(int, pairs_loc);           /* pairs by those keys */
 	ARRAY(int, tmp_ofs);             /* new lists, before they are */
 	ARRAY(int, tmp);                 /* appended */
 
@@ -174,6 +208,7 @@ struct sim_work {
 	ARRAY(int, pairs);
 	ARRAY(int, bpairs);
 	ARRAY(int, heads);
+	ARRAY(int, xhead);               /* [shard of a producer][device] */
 	ARRAY(int, scratch);
 	ARRAY(int64_t, cut);
 	ARRAY(struct sim_span, span);
@@ -219,8 +254,12 @@ int sim_schedule(struct sim *s, int opt_copies);
 int sim_schedule_from(struct sim *s, int opt_copies, int from);
 
 /* sim.c: what a run does after the layout: costs, memory, the schedule
- * from step `from` (sim_schedule_from()) and the summary. */
+ * from step `from` (sim_schedule_from()) and the summary; and the same
+ * after a change of the n ops old[].op, whose costs and shards of the last
+ * run old[] has, applied to that run's cost tally and memory totals. */
 int sim_finish(struct sim *s, const struct plan *pl, int from, struct sim_result *r);
+int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_undo_op *old,
+		      int n, int from, struct sim_result *r);
 
 /* sim_delta.c: the sizes of a fresh layout, and keeping and restoring the
  * state before a step. */

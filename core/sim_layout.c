@@ -322,20 +322,22 @@ static int layout_shards(struct sim *s, const struct plan *pl)
 
 /* The transfer of region [lo, hi) of producer shard gp to consumer shard
  * gc of op c in stage index `stage`, shared with an earlier consumer of the
- * same stage on the same device that needs the same region.  heads[] chains
- * the transfers of each shard of the producer. */
+ * same stage on the same device that needs the same region.  xhead[] chains
+ * the transfers of each (shard of the producer, destination device), so
+ * the search for a sharer looks only at transfers to the same device. */
 static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 		     const int64_t *lo, const int64_t *hi, int64_t bytes,
 		     int no_grad, int *out)
 {
 	struct sim_work *w = s->w;
-	int dst = w->shard_dev[gc], hk = gp - w->shard_base[w->shard_op[gp]];
+	int dst = w->shard_dev[gc];
+	int hk = (gp - w->shard_base[w->shard_op[gp]]) * w->ndev + dst;
 	struct sim_xfer *x;
 	const struct link *ln;
 
-	for (int t = w->heads[hk]; t >= 0; t = w->xf[t].next_same) {
+	for (int t = w->xhead[hk]; t >= 0; t = w->xf[t].next_same) {
 		x = &w->xf[t];
-		if (x->dst == dst && x->stage == stage &&
+		if (x->stage == stage &&
 		    !memcmp(x->lo, lo, sizeof x->lo) && !memcmp(x->hi, hi, sizeof x->hi)) {
 			*out = t;
 			return AP_OK;
@@ -359,8 +361,8 @@ static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 	sim_link_res(s, dst, x->src, x->rres);
 	memcpy(x->lo, lo, sizeof x->lo);
 	memcpy(x->hi, hi, sizeof x->hi);
-	x->next_same = w->heads[hk];
-	w->heads[hk] = w->nxf;
+	x->next_same = w->xhead[hk];
+	w->xhead[hk] = w->nxf;
 	/* A received input is kept until its first consumer's backward. */
 	w->act_bytes[gc] += bytes;
 	*out = w->nxf++;
@@ -474,12 +476,20 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2])
 {
 	struct sim_work *w = s->w;
-	int st = AP_OK;
+	size_t nh = (size_t)pl->ops[p].ndev * w->ndev;
+	int st = AP_OK, x0 = w->nxf;
 
-	if (RESERVE(w, heads, pl->ops[p].ndev))
-		return AP_EFAIL;
-	for (int k = 0; k < pl->ops[p].ndev; k++)
-		w->heads[k] = -1;
+	/* xhead[] is all -1 between producers: only the entries this one
+	 * sets are reset, so a producer costs its transfers, not its shards
+	 * times the devices */
+	if (nh > w->cap_xhead) {
+		size_t old = w->cap_xhead;
+
+		if (RESERVE(w, xhead, nh))
+			return AP_EFAIL;
+		for (size_t k = old; k < w->cap_xhead; k++)
+			w->xhead[k] = -1;
+	}
 	for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1] && !st; e++) {
 		int c = w->cons[e];
 
@@ -491,6 +501,8 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2])
 			if (s->g->ops[c].in[k] == p)
 				st = connect(s, pl, p, c, k, np);
 	}
+	for (int t = x0; t < w->nxf; t++)
+		w->xhead[(w->xf[t].prod - w->shard_base[p]) * w->ndev + w->xf[t].dst] = -1;
 	return st;
 }
 
@@ -506,7 +518,7 @@ static int csr_ends(int **end, size_t *cap, const int *ofs, int nkeys)
 
 #define ENDS(w, f, nkeys) csr_ends(&(w)->f##_end, &(w)->cap_##f##_end, (w)->f##_ofs, nkeys)
 
-/* Producer by producer, so transfers can be shared through heads[]. */
+/* Producer by producer, so transfers can be shared through xhead[]. */
 static int layout_transfers(struct sim *s, const struct plan *pl)
 {
 	const struct graph *g = s->g;

@@ -48,24 +48,23 @@ static void count(struct sim_work *w, enum sim_task_kind kind, int n)
 	w->ntask_kinds[kind] += n;
 }
 
-/* Runs a task of duration dur on resources res[0..n) (entries < 0 are
- * none) once `ready` (a dependency's end and chain); returns its end and
- * chain. */
+/* Runs a task of duration dur on resources res[0..n) once `ready` (a
+ * dependency's end and chain); returns its end and chain.  A collective
+ * occupies many links, so the loops are kept bare. */
 static struct tend occupy(struct sim_work *w, const int *res, int n,
 			  struct tend ready, double dur, double *start)
 {
-	double t = ready.end;
+	double t = ready.end, end, *res_free = w->res_free, *res_busy = w->res_busy;
 	struct tend e;
 
 	for (int k = 0; k < n; k++)
-		if (res[k] >= 0)
-			t = dmax(t, w->res_free[res[k]]);
-	for (int k = 0; k < n; k++)
-		if (res[k] >= 0) {
-			w->res_free[res[k]] = t + dur;
-			w->res_busy[res[k]] += dur;
-		}
-	e.end = t + dur;
+		t = dmax(t, res_free[res[k]]);
+	end = t + dur;
+	for (int k = 0; k < n; k++) {
+		res_free[res[k]] = end;
+		res_busy[res[k]] += dur;
+	}
+	e.end = end;
 	e.cp = ready.cp + dur;
 	w->max_cp = dmax(w->max_cp, e.cp);
 	*start = t;
@@ -84,20 +83,24 @@ static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
 		   struct tend *own,
 		   const struct tend *xt, const struct tend *in, int sign)
 {
+	/* the arrays in locals: the stores below could alias w's fields */
 	double *res_free = w->res_free, *res_busy = w->res_busy;
 	double max_cp = w->max_cp;
-	int a = w->shard_base[op], b = w->shard_end[op], st = AP_OK;
+	const int *shard_dev = w->shard_dev;
+	const int64_t *act_bytes = w->act_bytes;
+	int64_t *act_cur = w->act_cur;
+	struct sim_mem *mem = w->mem;
+	int a = w->shard_base[op], b = w->shard_end[op], st = AP_OK, rec = w->record;
 
 	for (int gs = a; gs < b; gs++) {
-		int dev = w->shard_dev[gs];
+		int dev = shard_dev[gs];
 		double t = res_free[dev], ready = 0, cp = 0;
-		int64_t act;
 
 		if (in) {
 			ready = in[gs].end;
 			cp = in[gs].cp;
 		}
-		for (int e = ofs[gs]; e < end[gs]; e++) {
+		for (int e = ofs[gs], e1 = end[gs]; e < e1; e++) {
 			const struct tend *x = src[e] >= 0 ? &own[src[e]]
 							    : &xt[SRC_XFER(src[e])];
 
@@ -110,10 +113,16 @@ static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
 		own[gs].end = t + dur;
 		own[gs].cp = cp + dur;
 		max_cp = dmax(max_cp, cp + dur);
-		act = w->act_cur[dev] += sign * w->act_bytes[gs];
-		if (act > w->mem[dev].act)
-			w->mem[dev].act = act;
-		if (w->record && !st)
+		/* a backward frees: only a forward can raise the peak */
+		if (sign > 0) {
+			int64_t act = act_cur[dev] += act_bytes[gs];
+
+			if (act > mem[dev].act)
+				mem[dev].act = act;
+		} else {
+			act_cur[dev] -= act_bytes[gs];
+		}
+		if (rec && !st)
 			st = record(w, kind, dev, op, gs - a, j, t, dur, 0);
 	}
 	w->max_cp = max_cp;
@@ -121,21 +130,47 @@ static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
 	return st;
 }
 
-/* Transfer x of micro-batch j on resources res once `ready`. */
-static int send(struct sim_work *w, const struct sim_xfer *x,
-		enum sim_task_kind kind, const int res[2], struct tend ready, int j,
-		struct tend *out)
+/* The transfers list[a..b) of micro-batch j, after the compute tasks
+ * whose ends are in ct: forward (bwd 0) on their res once their producer
+ * shard ends, or backward on their rres once their consumer's backward
+ * ends; their ends into xt.  Second only to compute() in a run, so the
+ * usual case, one or two resources and no recording, is inline: the same
+ * arithmetic as occupy() in the same order. */
+static int sends(struct sim_work *w, const int *list, int a, int b, int bwd,
+		 enum sim_task_kind kind, const struct tend *ct, struct tend *xt, int j)
 {
-	int pop = w->shard_op[x->prod];
-	double start;
+	double *res_free = w->res_free, *res_busy = w->res_busy, max_cp = w->max_cp;
+	int64_t *link_bytes = w->link_bytes;
+	int st = AP_OK;
 
-	*out = occupy(w, res, 2, ready, x->dur_s, &start);
-	w->link_bytes[x->cls] += x->bytes;
-	count(w, kind, 1);
-	if (!w->record)
-		return AP_OK;
-	return record(w, kind, res[0], pop, x->prod - w->shard_base[pop], j, start,
-		      x->dur_s, x->bytes);
+	for (int e = a; e < b && !st; e++) {
+		const struct sim_xfer *x = &w->xf[list[e]];
+		const int *res = bwd ? x->rres : x->res;
+		struct tend ready = ct[bwd ? x->cons : x->prod];
+		double dur = x->dur_s, t = dmax(ready.end, res_free[res[0]]);
+
+		if (res[1] >= 0)
+			t = dmax(t, res_free[res[1]]);
+		res_free[res[0]] = t + dur;
+		res_busy[res[0]] += dur;
+		if (res[1] >= 0) {
+			res_free[res[1]] = t + dur;
+			res_busy[res[1]] += dur;
+		}
+		xt[list[e]].end = t + dur;
+		xt[list[e]].cp = ready.cp + dur;
+		max_cp = dmax(max_cp, ready.cp + dur);
+		link_bytes[x->cls] += x->bytes;
+		if (w->record) {
+			int pop = w->shard_op[x->prod];
+
+			st = record(w, kind, res[0], pop, x->prod - w->shard_base[pop], j, t,
+				    dur, x->bytes);
+		}
+	}
+	w->max_cp = max_cp;
+	count(w, kind, b - a);
+	return st;
 }
 
 static int forward(struct sim *s, int op, int j)
@@ -147,11 +182,9 @@ static int forward(struct sim *s, int op, int j)
 
 	st = compute(w, op, j, TASK_FWD, w->cost[op].fwd_s, w->fsrc_ofs, w->fsrc_end,
 		     w->fsrc, ft, xt, NULL, 1);
-	for (int e = w->xff_ofs[op]; e < w->xff_end[op] && !st; e++) {
-		const struct sim_xfer *x = &w->xf[w->xff[e]];
-
-		st = send(w, x, TASK_SEND_ACT, x->res, ft[x->prod], j, &xt[w->xff[e]]);
-	}
+	if (!st)
+		st = sends(w, w->xff, w->xff_ofs[op], w->xff_end[op], 0, TASK_SEND_ACT, ft,
+			   xt, j);
 	return st;
 }
 
@@ -205,11 +238,9 @@ static int backward(struct sim *s, int op, int j)
 
 	st = compute(w, op, j, TASK_BWD, w->cost[op].bwd_s, w->bsrc_ofs, w->bsrc_end,
 		     w->bsrc, bt, xb, ft, -1);
-	for (int e = w->xfb_ofs[op]; e < w->xfb_end[op] && !st; e++) {
-		const struct sim_xfer *x = &w->xf[w->xfb[e]];
-
-		st = send(w, x, TASK_SEND_GRAD, x->rres, bt[x->cons], j, &xb[w->xfb[e]]);
-	}
+	if (!st)
+		st = sends(w, w->xfb, w->xfb_ofs[op], w->xfb_end[op], 1, TASK_SEND_GRAD, bt,
+			   xb, j);
 	if (!st && j == w->m - 1)
 		st = allreduce(s, op);
 	return st;

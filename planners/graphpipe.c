@@ -14,7 +14,7 @@
  * topological order (adding edges only narrows the plans, never breaks
  * one).  Series children are flattened, so a chain is one series of
  * single operators, and the branches of a parallel composition are
- * ordered by their compute, heaviest first.  A depth-first walk then
+ * ordered by their compute, lightest first.  A depth-first walk then
  * numbers the operators so that every node, every run of a series' children
  * and every run of a parallel composition's branches is a contiguous
  * interval: a stage is such an interval, run data parallel on its own
@@ -24,13 +24,19 @@
  * search on the target time per sample T; inside each step a dynamic
  * program over the tree finds, for every node and device count d, the
  * smallest pipeline latency (the compute and transfers of one micro-batch
- * along the longest path of stages) of a partition of the node into
+ * along the longest path of stages, plus the all-reduce each stage's
+ * backward leaves exposed) of a partition of the node into
  * stages on at most d devices with every stage's time per sample at most
  * T and its memory within the device's: a series composition sums the
  * latencies of consecutive pieces, each one stage over a run of children
  * or one child partitioned on its own; a parallel composition takes the
  * largest latency of its pieces, each one stage over a run of branches or
- * one branch on its own.  A stage's time per sample is the slowest of its
+ * one branch on its own.  A stage need not hold whole components: in a
+ * series, the stage before a parallel composition may take its lightest
+ * branches and the stage after it its heaviest (the rest partitioned on
+ * their own), so that the light branches run beside the heavy ones; the
+ * taken branches' compute counts only where it outlasts what it overlaps
+ * (dp_merge).  A stage's time per sample is the slowest of its
  * compute, its incoming and its outgoing transfers per micro-batch, over
  * the micro-batch, plus its gradient all-reduce (ring or hierarchical,
  * as the simulator charges it, less the backward it overlaps) over the
@@ -67,15 +73,38 @@ struct gp_node {
 	int lo, hi;        /* its operators: positions lo..hi-1 of gp.ord */
 	double weight;     /* compute, for ordering branches */
 	int tab;           /* its DP table: (nkid + 1) x (D + 1) cells */
+	int merge;         /* a parallel child of a series: its tables H and G,
+			    * 2 x (nkid + 1) x (D + 1) cells; else -1 */
+};
+
+/* How the last piece of a DP cell was made. */
+enum {
+	GP_OWN,    /* child j-1 partitioned on its own */
+	GP_WHOLE,  /* one stage over children from..j-1 */
+	GP_MERGE,  /* one stage over branches br.. of parallel child `from`
+		    * and children from + 1..j-1, after G[br] of that child */
+	GP_VIA_H,  /* G cell: the stage of its H cell */
+	GP_PREFIX, /* G cell: the child's first br branches on their own */
 };
 
 /* One cell of a DP table: the best latency of the first j pieces on at
  * most d devices, and how its last piece was made. */
 struct gp_cell {
 	double lat;
-	int from;  /* the piece covers children from..j-1 */
-	int dev;   /* devices of the last piece */
-	int whole; /* 1: one stage; 0: child j-1 partitioned on its own */
+	int from; /* the piece covers children from..j-1 */
+	int dev;  /* devices of the last piece */
+	int how;  /* GP_OWN ... */
+	int br;   /* GP_MERGE: the first branch in the stage */
+	double hide; /* H and G: compute of the branches in the stem's
+		      * stage, which overlaps the stages after it */
+};
+
+/* How relax_stage() files a stage: as `how` after cell `from`, with its
+ * branches x_lo.. overlapping what follows (H) or with the positions
+ * before y_hi overlapping the branches of an earlier stage (GP_MERGE);
+ * -1 where not. */
+struct gp_piece {
+	int from, how, br, x_lo, y_hi;
 };
 
 struct gp_stage {
@@ -334,13 +363,13 @@ out:
 
 /* --- depth-first numbering ------------------------------------------------ */
 
-static int cmp_weight_desc(const void *pa, const void *pb, void *arg)
+static int cmp_weight(const void *pa, const void *pb, void *arg)
 {
 	const struct gp *gp = arg;
 	double a = gp->node[*(const int *)pa].weight, b = gp->node[*(const int *)pb].weight;
 
 	if (a != b)
-		return a > b ? -1 : 1;
+		return a < b ? -1 : 1;
 	return *(const int *)pa - *(const int *)pb;
 }
 
@@ -357,8 +386,9 @@ static double weigh(struct gp *gp, int id, const double *op_w)
 	return w;
 }
 
-/* Heaviest branches first, so that runs of similar branches are
- * contiguous; numbers the operators and places the DP tables. */
+/* Lightest branches first, so that runs of similar branches are
+ * contiguous and the light ones, next to the stem, can join its stage
+ * (dp_merge); numbers the operators and places the DP tables. */
 static void number(struct gp *gp, int id, size_t *tab)
 {
 	struct gp_node *x = &gp->node[id];
@@ -373,9 +403,17 @@ static void number(struct gp *gp, int id, size_t *tab)
 	}
 	if (x->kind == GP_PAR)
 		qsort_r(gp->kids + x->kid_ofs, (size_t)x->nkid, sizeof *gp->kids,
-			cmp_weight_desc, gp);
-	for (int k = 0; k < x->nkid; k++)
+			cmp_weight, gp);
+	for (int k = 0; k < x->nkid; k++) {
+		struct gp_node *y = &gp->node[gp->kids[x->kid_ofs + k]];
+
+		y->merge = -1;
+		if (x->kind == GP_SERIES && y->kind == GP_PAR) {
+			y->merge = (int)*tab;
+			*tab += (size_t)2 * (y->nkid + 1) * (gp->D + 1);
+		}
 		number(gp, gp->kids[x->kid_ofs + k], tab);
+	}
 	x->hi = gp->nord;
 }
 
@@ -533,13 +571,111 @@ static struct gp_cell *row(const struct gp *gp, int id, int j)
 	return gp->cells + gp->node[id].tab + (size_t)j * (gp->D + 1);
 }
 
-static void relax(struct gp_cell *c, double lat, int from, int dev, int whole)
+/* Row t of table H (which 0) or G (which 1) of parallel node id. */
+static struct gp_cell *hg(const struct gp *gp, int id, int which, int t)
 {
-	if (lat < c->lat) {
-		c->lat = lat;
-		c->from = from;
-		c->dev = dev;
-		c->whole = whole;
+	return gp->cells + gp->node[id].merge +
+	       ((size_t)which * (gp->node[id].nkid + 1) + t) * (gp->D + 1);
+}
+
+static void relax(struct gp_cell *c, double lat, int from, int dev, int how, int br)
+{
+	if (lat < c->lat)
+		*c = (struct gp_cell){ lat, from, dev, how, br, 0 };
+}
+
+/* The run as one stage on each device count, after row R: into row out,
+ * in series (latencies add) or in parallel (the larger).  Returns 0 when
+ * no device count can take a longer run either. */
+static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_devs *dv,
+		       const struct gp_cell *R, struct gp_cell *out, int par,
+		       const struct gp_piece *how)
+{
+	int grow_on = 0;
+
+	for (int t = 0; t < dv->n; t++) {
+		const double *c = gp->comp + (size_t)dv->sidx[t] * (gp->n + 1);
+		double hide = how->x_lo >= 0 ? c[run->b] - c[how->x_lo] : 0;
+		double under = how->y_hi >= 0 ? c[how->y_hi] - c[run->a] : 0;
+		struct gp_eval ev;
+		int dc = dv->d[t], st = eval(gp, run, dc, dv->sidx[t], &ev);
+
+		grow_on |= st < 2;
+		if (st)
+			continue;
+		for (int d = dc; d <= gp->D; d++) {
+			const struct gp_cell *r = &R[d - dc];
+			/* the objective: latency plus the all-reduce the backward
+			 * does not hide (exposed in the first stage of a path,
+			 * a bound elsewhere); the earlier stage's branches hide
+			 * behind this one's */
+			double lat = r->lat + ev.lat + ev.ar - hide + fmax(0, r->hide - under);
+
+			if (par)
+				lat = fmax(r->lat, ev.lat + ev.ar);
+			if (!isinf(r->lat) && lat < out[d].lat) {
+				relax(&out[d], lat, how->from, dc, how->how, how->br);
+				out[d].hide = hide;
+			}
+		}
+	}
+	return grow_on;
+}
+
+/* A stage need not hold whole pieces of the tree: the best plan of a
+ * stem that forks into a light and a heavy branch may run the light
+ * branch in the stem's stage, concurrently with the heavy one on the next
+ * stage.  For parallel child p of series id (branches lightest first):
+ * H[s], the best latency of children 0..p-1 and p's first s branches
+ * whose last stage is children i..p-1 with those branches; G[t], the same
+ * for p's first t branches, from H[t] or from row p and the t branches
+ * partitioned on their own; then one stage over p's branches t.. and
+ * children p+1..j-1 after G[t] gives row j. */
+static void dp_merge(struct gp *gp, int id, int p, const struct gp_devs *dv)
+{
+	const struct gp_node *x = &gp->node[id];
+	int c = gp->kids[x->kid_ofs + p], D = gp->D;
+	const struct gp_node *y = &gp->node[c];
+	const struct gp_cell *Rp = row(gp, id, p);
+	struct gp_run run;
+
+	for (int s = 0; s <= y->nkid; s++)
+		for (int d = 0; d <= D; d++)
+			hg(gp, c, 0, s)[d] = hg(gp, c, 1, s)[d] =
+				(struct gp_cell){ INFINITY, 0, 0, GP_VIA_H, 0, 0 };
+	for (int i = 0; i < p; i++) {
+		const struct gp_cell *R = row(gp, id, i);
+
+		if (isinf(R[D].lat))
+			continue;
+		run_start(gp, &run, kid_lo(gp, x, i));
+		for (int s = 1; s < y->nkid; s++) {
+			run_extend(gp, &run, kid_lo(gp, y, s));
+			if (!relax_stage(gp, &run, dv, R, hg(gp, c, 0, s), 0,
+					 &(struct gp_piece){ i, GP_WHOLE, 0, y->lo, -1 }))
+				break;
+		}
+	}
+	for (int t = 1; t < y->nkid; t++) {
+		const struct gp_cell *H = hg(gp, c, 0, t), *F = row(gp, c, t);
+		struct gp_cell *G = hg(gp, c, 1, t);
+
+		memcpy(G, H, (size_t)(D + 1) * sizeof *G);
+		for (int d = 0; d <= D; d++)
+			G[d].how = GP_VIA_H;
+		for (int dz = 1; dz <= D; dz++)
+			for (int d = dz; d <= D && !isinf(F[dz].lat); d++)
+				relax(&G[d], Rp[d - dz].lat + F[dz].lat, 0, dz, GP_PREFIX, 0);
+		if (isinf(G[D].lat))
+			continue;
+		run_start(gp, &run, kid_lo(gp, y, t));
+		run_extend(gp, &run, y->hi);
+		for (int j = p + 2; j <= x->nkid; j++) {
+			run_extend(gp, &run, kid_hi(gp, x, j - 1));
+			if (!relax_stage(gp, &run, dv, G, row(gp, id, j), 0,
+					 &(struct gp_piece){ p, GP_MERGE, t, -1, y->hi }))
+				break;
+		}
 	}
 }
 
@@ -552,18 +688,16 @@ static void dp_node(struct gp *gp, int id, const struct gp_devs *dv)
 	int k = nkid_eff(x), D = gp->D, par = x->kind == GP_PAR;
 
 	for (int j = 0; j <= k; j++)
-		for (int d = 0; d <= D; d++) {
-			struct gp_cell *c = &row(gp, id, j)[d];
-
-			c->lat = j == 0 ? 0 : INFINITY;
-			c->from = c->dev = c->whole = 0;
-		}
+		for (int d = 0; d <= D; d++)
+			row(gp, id, j)[d] = (struct gp_cell){ j == 0 ? 0 : INFINITY, 0, 0, 0, 0, 0 };
 	for (int i = 0; i < k; i++) {
 		const struct gp_cell *R = row(gp, id, i);
 		struct gp_run run;
 
 		if (isinf(R[D].lat))
 			continue;
+		if (x->kind == GP_SERIES && gp->node[gp->kids[x->kid_ofs + i]].merge >= 0)
+			dp_merge(gp, id, i, dv);
 		if (x->kind != GP_LEAF) {
 			int c = gp->kids[x->kid_ofs + i];
 			const struct gp_cell *V = row(gp, c, nkid_eff(&gp->node[c]));
@@ -577,33 +711,16 @@ static void dp_node(struct gp *gp, int id, const struct gp_devs *dv)
 						double a = R[d - dc].lat, b = V[dc].lat;
 
 						if (!isinf(a))
-							relax(&out[d], par ? (a > b ? a : b) : a + b,
-							      i, dc, 0);
+							relax(&out[d], par ? fmax(a, b) : a + b,
+							      i, dc, GP_OWN, 0);
 					}
 				}
 		}
 		run_start(gp, &run, kid_lo(gp, x, i));
 		for (int j = i + 1; j <= k; j++) {
-			struct gp_cell *out = row(gp, id, j);
-			int grow_on = 0;
-
 			run_extend(gp, &run, kid_hi(gp, x, j - 1));
-			for (int t = 0; t < dv->n; t++) {
-				struct gp_eval ev;
-				int dc = dv->d[t], st = eval(gp, &run, dc, dv->sidx[t], &ev);
-
-				grow_on |= st < 2;
-				if (st)
-					continue;
-				for (int d = dc; d <= D; d++) {
-					double a = R[d - dc].lat;
-
-					if (!isinf(a))
-						relax(&out[d], par ? (a > ev.lat ? a : ev.lat)
-								   : a + ev.lat, i, dc, 1);
-				}
-			}
-			if (!grow_on)
+			if (!relax_stage(gp, &run, dv, R, row(gp, id, j), par,
+					 &(struct gp_piece){ i, GP_WHOLE, 0, -1, -1 }))
 				break;
 		}
 	}
@@ -627,21 +744,39 @@ static int push_stage(struct gp *gp, int a, int b, int d)
 	return AP_OK;
 }
 
-/* The stages of node id's best partition on at most d devices. */
-static int extract(struct gp *gp, int id, int d)
+/* The stages of the best partition of node id's first j pieces on at
+ * most d devices. */
+static int extract(struct gp *gp, int id, int j, int d)
 {
 	const struct gp_node *x = &gp->node[id];
-	int j = nkid_eff(x), st = AP_OK;
+	int st = AP_OK;
 
 	while (j > 0 && !st) {
-		const struct gp_cell *c = &row(gp, id, j)[d];
+		struct gp_cell c = row(gp, id, j)[d];
+		int y = c.how == GP_OWN || c.how == GP_MERGE ? gp->kids[x->kid_ofs + c.from] : -1;
 
-		if (c->whole)
-			st = push_stage(gp, kid_lo(gp, x, c->from), kid_hi(gp, x, j - 1), c->dev);
-		else
-			st = extract(gp, gp->kids[x->kid_ofs + j - 1], c->dev);
-		d -= c->dev;
-		j = c->from;
+		d -= c.dev;
+		if (c.how == GP_WHOLE) {
+			st = push_stage(gp, kid_lo(gp, x, c.from), kid_hi(gp, x, j - 1), c.dev);
+		} else if (c.how == GP_OWN) {
+			st = extract(gp, y, nkid_eff(&gp->node[y]), c.dev);
+		} else {
+			struct gp_cell g = hg(gp, y, 1, c.br)[d];
+			int lo = kid_lo(gp, &gp->node[y], c.br);
+
+			st = push_stage(gp, lo, kid_hi(gp, x, j - 1), c.dev);
+			if (!st && g.how == GP_PREFIX) {
+				st = extract(gp, y, c.br, g.dev);
+				d -= g.dev;
+			} else if (!st) {
+				struct gp_cell h = hg(gp, y, 0, c.br)[d];
+
+				st = push_stage(gp, kid_lo(gp, x, h.from), lo, h.dev);
+				d -= h.dev;
+				c.from = h.from;
+			}
+		}
+		j = c.from;
 	}
 	return st;
 }
@@ -667,7 +802,7 @@ static int try_target(struct gp *gp, double T, const struct gp_devs *dv, int kee
 		return 0;
 	if (!keep)
 		return 1;
-	st = extract(gp, gp->root, gp->D);
+	st = extract(gp, gp->root, nkid_eff(&gp->node[gp->root]), gp->D);
 	if (st)
 		return st;
 	qsort(gp->cst + ofs, (size_t)(gp->ncst - ofs), sizeof *gp->cst, cmp_stage);
@@ -988,6 +1123,7 @@ static int set_order(struct gp *gp)
 	size_t tab = 0;
 
 	gp->nord = 0;
+	gp->node[gp->root].merge = -1;
 	number(gp, gp->root, &tab);
 	gp->cells = malloc(tab * sizeof *gp->cells);
 	if (!gp->cells)

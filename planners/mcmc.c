@@ -21,7 +21,8 @@
  * not fit the devices' memory is never accepted from one that does.  Each
  * proposal is simulated by delta re-simulation (sim_delta(), section 5.2)
  * from the state of the last one: a rejected proposal is undone in the
- * plan, and the next delta re-simulates both the undo and the new change.
+ * plan and in the simulator (sim_undo()), which restores its layout and
+ * times the schedule again at the next delta.
  *
  * Chains start from `dp`, `owt` and then random plans (section 6.2 uses
  * data parallelism, an expert strategy and random ones), `chains` of them
@@ -29,7 +30,12 @@
  * of the time is spent, after `proposals` proposals (0: no limit), or
  * when the best plan has not improved during the last half of its
  * proposals (counted, not timed, so a search that ends that way is the
- * same for the same seed however busy the machine is).
+ * same for the same seed however busy the machine is).  That last rule
+ * applies once the chain has made as many proposals as there are
+ * single-operator moves (every configuration of every operator on every
+ * block of devices), at most MCMC_MIN_PROPOSALS: a small space is
+ * explored, and left, in a few thousand proposals; a large one is given
+ * at least ten thousand before the search may call it converged.
  *
  * Statistics: proposals, proposals_per_s, acceptance, planner_est_ms (the
  * best simulated iteration ms), and the plan's search curve (best ms over
@@ -44,7 +50,8 @@
 #include "planner.h"
 #include "sim.h"
 
-/* A chain runs at least this many proposals before it may stop for want
+/* A chain runs at least this many proposals, or as many as there are
+ * single-operator moves when that is fewer, before it may stop for want
  * of improvement. */
 #define MCMC_MIN_PROPOSALS 10000
 
@@ -55,6 +62,7 @@ struct mcmc {
 	int ndev, full;
 	double beta, unit_s;     /* cost unit: 1% of the first start's time */
 	int64_t max_props;       /* per chain; 0 none */
+	int64_t min_props;       /* before a chain may stop unimproved */
 	uint64_t rng;
 	int *cfg_ofs, (*cfg)[NDIMS]; /* per op: its degree vectors */
 	int ncfg, cap_cfg;
@@ -124,6 +132,18 @@ static int enum_degrees(struct mcmc *mc, const struct op *op, int d, int left,
 	return AP_OK;
 }
 
+/* The device count of configuration k, and the blocks of devices
+ * random_config() may put it on. */
+static int cfg_devices(const struct mcmc *mc, int k, int *nblocks)
+{
+	int prod = 1;
+
+	for (int d = 0; d < NDIMS; d++)
+		prod *= mc->cfg[k][d];
+	*nblocks = mc->ndev % prod == 0 ? mc->ndev / prod : mc->ndev - prod + 1;
+	return prod;
+}
+
 static int build_space(struct mcmc *mc)
 {
 	const struct graph *g = mc->in->g;
@@ -137,6 +157,16 @@ static int build_space(struct mcmc *mc)
 		st = enum_degrees(mc, &g->ops[i], 0, mc->ndev, deg);
 	}
 	mc->cfg_ofs[g->nops] = mc->ncfg;
+	/* the single-operator moves */
+	mc->min_props = 0;
+	for (int k = 0; k < mc->ncfg && mc->min_props < MCMC_MIN_PROPOSALS; k++) {
+		int nblocks;
+
+		cfg_devices(mc, k, &nblocks);
+		mc->min_props += nblocks;
+	}
+	if (mc->min_props > MCMC_MIN_PROPOSALS)
+		mc->min_props = MCMC_MIN_PROPOSALS;
 	return st;
 }
 
@@ -145,12 +175,9 @@ static int build_space(struct mcmc *mc)
 static int random_config(struct mcmc *mc, struct plan *p, int i)
 {
 	int a = mc->cfg_ofs[i], n = mc->cfg_ofs[i + 1] - a, k = a + rand_below(mc, n);
-	int prod = 1, first;
+	int nblocks, prod = cfg_devices(mc, k, &nblocks);
+	int first = rand_below(mc, nblocks) * (mc->ndev % prod == 0 ? prod : 1);
 
-	for (int d = 0; d < NDIMS; d++)
-		prod *= mc->cfg[k][d];
-	first = mc->ndev % prod == 0 ? prod * rand_below(mc, mc->ndev / prod)
-				     : rand_below(mc, mc->ndev - prod + 1);
 	for (int j = 0; j < prod; j++)
 		mc->devs[j] = first + j;
 	memcpy(p->ops[i].degree, mc->cfg[k], sizeof p->ops[i].degree);
@@ -195,7 +222,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 	const struct graph *g = mc->in->g;
 	struct sim_result r;
 	int64_t n = 0, last_better = 0;
-	int pend = -1, st;
+	int st;
 
 	st = copy_configs(&mc->cur, start);
 	if (!st)
@@ -208,14 +235,14 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 	if (mc->cur_s < mc->best_s && (st = improve(mc)))
 		return st;
 	for (;; n++) {
-		int i = rand_below(mc, g->nops), ops[2] = { i, pend }, old_n;
+		int i = rand_below(mc, g->nops), old_n;
 		double new_s;
 		int accept;
 
 		if ((n & 15) == 0 && now_s() > deadline)
 			break;
 		if ((mc->max_props && n >= mc->max_props) ||
-		    (n >= MCMC_MIN_PROPOSALS && last_better < n / 2))
+		    (n >= mc->min_props && last_better < n / 2))
 			break;
 		old_n = mc->cur.ops[i].ndev;
 		memcpy(mc->old_devs, mc->cur.ops[i].devices, (size_t)old_n * sizeof(int));
@@ -226,8 +253,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 			st = random_config(mc, &mc->cur, i);
 			if (!st)
 				st = mc->full ? sim_run(&mc->s, &mc->cur, NULL, &r)
-					      : sim_delta(&mc->s, &mc->cur, ops, pend >= 0 ? 2 : 1,
-							  &r);
+					      : sim_delta(&mc->s, &mc->cur, &i, 1, &r);
 			if (st)
 				return st;
 			mc->proposals++;
@@ -239,18 +265,16 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 					 rand_unit(mc) < exp(-mc->beta * (new_s - mc->cur_s) /
 							      mc->unit_s);
 			if (!accept) {
-				/* undo in the plan; the simulator catches up
-				 * at the next delta */
 				memcpy(mc->cur.ops[i].degree, old_deg, sizeof old_deg);
 				st = plan_set_devices(&mc->cur.ops[i].devices,
 						      &mc->cur.ops[i].ndev, mc->old_devs, old_n);
 				if (st)
 					return st;
-				pend = i;
+				if (!mc->full)
+					sim_undo(&mc->s);
 				continue;
 			}
 		}
-		pend = -1;
 		mc->accepted++;
 		mc->cur_s = new_s;
 		if (new_s < mc->best_s) {

@@ -7,6 +7,7 @@
 #include "cpu_kern.h"
 
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +28,9 @@ void cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
 		    beta, c, ldc);
 }
 
-static void cpu_sgd(float *w, float *v, const float *g, int64_t n, float lr, float mu)
+/* restrict: the three streams never overlap, so the loop vectorises */
+static void cpu_sgd(float *restrict w, float *restrict v, const float *restrict g,
+		    int64_t n, float lr, float mu)
 {
 	for (int64_t i = 0; i < n; i++) {
 		v[i] = mu * v[i] + g[i];
@@ -54,7 +57,10 @@ static int cpu_init(void)
 
 static const char *cpu_describe(void)
 {
-	return "cpu (OpenBLAS, one thread per rank)";
+	static char d[160];
+
+	snprintf(d, sizeof d, "%s, one thread per rank", openblas_get_config());
+	return d;
 }
 
 const struct backend backend_cpu = {

@@ -12,6 +12,7 @@
  */
 #include "exec_impl.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,12 +27,20 @@ static int kernel_failed(const struct exec *e, const struct rshard *s, const cha
 		      dir, op->name, op_kind_name(op->kind), e->t->rank);
 }
 
-/* The output of shard s for micro-batch j: an input's comes from the
- * data made at setup. */
+/* Tasks run on micro-batch slots (j below): buffers are indexed by the
+ * slot, the data by e->step and e->mbj, which the caller sets.  The data
+ * of the current task: index into the caches of inputs and labels. */
+static int data_index(const struct exec *e)
+{
+	return (int)(e->step % e->o.pool) * e->m + e->mbj;
+}
+
+/* The output of shard s in slot j: an input's comes from the data made
+ * at setup. */
 static float *out_of(const struct exec *e, const struct rshard *s, int j)
 {
 	if (s->cache && e->g->ops[s->op].kind == OP_INPUT)
-		return s->cache[(e->step % e->o.pool) * e->m + j];
+		return s->cache[data_index(e)];
 	return s->out[j];
 }
 
@@ -40,7 +49,7 @@ static const struct rshard *producer(const struct exec *e, const struct src *x)
 	return &e->sh[e->mine[x->op]];
 }
 
-/* Input kk of s for micro-batch j, gathered from its pieces. */
+/* Input kk of s for slot j, gathered from its pieces. */
 static int gather(struct exec *e, struct rshard *s, int kk, int j, const float **in)
 {
 	struct transport *t = e->t;
@@ -55,9 +64,15 @@ static int gather(struct exec *e, struct rshard *s, int kk, int j, const float *
 		const struct shape *sh = &e->g->ops[x->op].out;
 
 		if (x->xfer >= 0) {
-			if (t->ops->recv(t, e->rbuf, region_elems(&x->o), x->rank, 2 * x->xfer))
+			struct xfer *xf = &e->xf[x->xfer];
+
+			/* the first of the sharers receives it */
+			if (xf->nfwd++ == 0 &&
+			    t->ops->recv(t, xf->rbuf, region_elems(&x->o), x->rank, 2 * x->xfer))
 				return AP_EFAIL;
-			region_copy(sh, &x->o, buf, &s->inreg[kk], e->rbuf, &x->o, 0);
+			if (xf->nfwd == xf->nshare)
+				xf->nfwd = 0;
+			region_copy(sh, &x->o, buf, &s->inreg[kk], xf->rbuf, &x->o, 0);
 		} else {
 			const struct rshard *p = producer(e, x);
 
@@ -77,25 +92,50 @@ static void fill_kbufs(const struct exec *e, const struct rshard *s, int j, stru
 	b->dout = s->dout[j];
 	b->ws = s->ws[j];
 	b->salt = e->o.seed ^ ((uint64_t)e->step << 20);
-	b->n0 = (int64_t)j * e->mb_n;
+	b->n0 = (int64_t)e->mbj * e->mb_n;
 	if (s->cache && e->g->ops[s->op].kind == OP_LOSS)
-		b->labels = s->cache[(e->step % e->o.pool) * e->m + j];
+		b->labels = s->cache[data_index(e)];
+}
+
+/* Staging buffer k of transfer x, once the send that used it last is
+ * done (asynchronous 1F1B reuses slots while earlier sends may be in
+ * flight; the synchronous schedules wait for every send each step). */
+static float *staging(struct exec *e, struct xfer *x, int k)
+{
+	if (x->sreq[k] >= 0 && e->t->ops->wait_one(e->t, x->sreq[k]))
+		return NULL;
+	x->sreq[k] = -1;
+	return x->sbuf[k];
+}
+
+static int send_staged(struct exec *e, struct xfer *x, int k, int dst, int tag)
+{
+	return e->t->ops->isend(e->t, x->sbuf[k], region_elems(&x->o), dst, tag,
+				e->async ? &x->sreq[k] : NULL);
 }
 
 static int forward(struct exec *e, struct rshard *s, int j)
 {
-	struct transport *t = e->t;
+	const struct op *op = &e->g->ops[s->op];
 	struct kbufs b;
 	float *out;
+	int64_t n = shape_elems(&s->kern.out);
 
-	if (e->g->ops[s->op].kind != OP_INPUT) {
+	if (op->kind != OP_INPUT) {
+		/* the gradient of this output starts from zero; the loss
+		 * seeds the backward with d(mean)/d(position) */
+		float seed = op->kind == OP_LOSS ? (float)(1.0 / (double)shape_elems(&op->out))
+						 : 0.0f;
+
+		for (int64_t i = 0; i < n; i++)
+			s->dout[j][i] = seed;
 		fill_kbufs(e, s, j, &b);
 		if (exec_stashes(e) && s->nparams)
 			memcpy(s->stash[j], s->w, (size_t)s->nparams * sizeof(float));
-		if (s->pred && j > s->nupd) {
-			/* the version update j will find: j - nupd more */
+		if (s->pred && e->pred_k > 0) {
+			/* the version this micro-batch's update will find */
 			e->be->predict(s->pred, s->w, s->mom, s->nparams,
-				       e->o.lr * (float)(j - s->nupd));
+				       e->o.lr * (float)e->pred_k);
 			b.w = s->pred;
 		}
 		for (int kk = 0; kk < s->kern.nin; kk++)
@@ -103,14 +143,19 @@ static int forward(struct exec *e, struct rshard *s, int j)
 				return AP_EFAIL;
 		if (s->ko->fwd(&s->kern, &b))
 			return kernel_failed(e, s, "forward");
+		if (op->kind == OP_LOSS)
+			for (int64_t i = 0; i < n; i++)
+				e->loss_acc += s->out[j][i] * (double)seed;
 	}
 	out = out_of(e, s, j);
 	for (int q = 0; q < s->nsends; q++) {
 		struct xfer *x = &e->xf[s->sends[q]];
-		float *sb = x->sbuf[j];
+		float *sb = staging(e, x, j);
 
-		region_copy(&e->g->ops[s->op].out, &x->o, sb, &x->o, out, &s->reg, 0);
-		if (t->ops->isend(t, sb, region_elems(&x->o), x->cons_rank, 2 * s->sends[q]))
+		if (!sb)
+			return AP_EFAIL;
+		region_copy(&op->out, &x->o, sb, &x->o, out, &s->reg, 0);
+		if (send_staged(e, x, j, x->cons_rank, 2 * s->sends[q]))
 			return AP_EFAIL;
 	}
 	return AP_OK;
@@ -119,17 +164,23 @@ static int forward(struct exec *e, struct rshard *s, int j)
 /* Sends or adds the gradient of input kk to where its pieces came from. */
 static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 {
-	struct transport *t = e->t;
 	const struct shape *sh = &e->g->ops[e->g->ops[s->op].in[kk]].out;
 
 	for (int q = 0; q < s->nsrc[kk]; q++) {
 		const struct src *x = &s->src[kk][q];
 
 		if (x->xfer >= 0) {
-			float *sb = e->xf[x->xfer].sbuf[e->m + j];
+			struct xfer *xf = &e->xf[x->xfer];
+			float *sb = xf->nbwd ? xf->sbuf[e->nbuf + j] : staging(e, xf, e->nbuf + j);
 
-			region_copy(sh, &x->o, sb, &x->o, s->din[kk], &s->inreg[kk], 0);
-			if (t->ops->isend(t, sb, region_elems(&x->o), x->rank, 2 * x->xfer + 1))
+			if (!sb)
+				return AP_EFAIL;
+			/* the sharers' gradients add up; the last one sends */
+			region_copy(sh, &x->o, sb, &x->o, s->din[kk], &s->inreg[kk], xf->nbwd > 0);
+			if (++xf->nbwd < xf->nshare)
+				continue;
+			xf->nbwd = 0;
+			if (send_staged(e, xf, e->nbuf + j, x->rank, 2 * x->xfer + 1))
 				return AP_EFAIL;
 		} else {
 			struct rshard *p = &e->sh[e->mine[x->op]];
@@ -143,7 +194,6 @@ static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 static int update(struct exec *e, struct rshard *s)
 {
 	e->be->sgd(s->w, s->mom, s->dw, s->nparams, e->o.lr, e->o.momentum);
-	s->nupd++;
 	memset(s->dw, 0, (size_t)s->nparams * sizeof(float));
 	return AP_OK;
 }
@@ -153,6 +203,7 @@ static int backward(struct exec *e, struct rshard *s, int j)
 	struct transport *t = e->t;
 	const struct op *op = &e->g->ops[s->op];
 	struct kbufs b;
+	int id;
 
 	if (op->kind == OP_INPUT)
 		return AP_OK;
@@ -180,64 +231,136 @@ static int backward(struct exec *e, struct rshard *s, int j)
 		return AP_OK;
 	/* PipeDream updates after every micro-batch, the synchronous
 	 * schedules once the last micro-batch's gradient is in */
-	if (sched_async(e->p->sched)) {
-		if (s->gid >= 0 && (t->ops->iallreduce(t, s->gid, s->dw, s->nparams) ||
-				    t->ops->wait(t)))
+	if (e->async) {
+		if (s->gid >= 0 && (t->ops->iallreduce(t, s->gid, s->dw, s->nparams, &id) ||
+				    t->ops->wait_one(t, id)))
 			return AP_EFAIL;
 		return update(e, s);
 	}
-	if (j == e->m - 1 && s->gid >= 0)
-		return t->ops->iallreduce(t, s->gid, s->dw, s->nparams);
+	if (e->mbj == e->m - 1 && s->gid >= 0)
+		return t->ops->iallreduce(t, s->gid, s->dw, s->nparams, NULL);
 	return AP_OK;
+}
+
+/* The updates a stage applies between the forward of micro-batch J of
+ * the stream and J's own: the backwards of earlier micro-batches keyed at
+ * or after that forward (a forward runs first at equal keys, so it does
+ * not see them; sched_staleness() is the worst of these over a step). */
+static int updates_ahead(const struct exec *e, const struct sched_item *x)
+{
+	int64_t last = e->o.steps * e->m, d = e->depth[x->stage];
+	int k = 0;
+
+	for (int64_t J = x->mb - 1;
+	     J >= 0 && sched_key(e->p->sched, e->K, last, d, J, 1) >= x->key; J--)
+		k++;
+	return k;
+}
+
+/* Runs the tasks of item x of this rank, on slot j. */
+static int run_item(struct exec *e, const struct sched_item *x, int j)
+{
+	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
+
+	e->pred_k = !x->bwd && exec_predicts(e) ? updates_ahead(e, x) : 0;
+
+	for (int q = 0; q < z - a; q++) {
+		int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];
+		struct rshard *s;
+
+		if (e->mine[i] < 0)
+			continue;
+		s = &e->sh[e->mine[i]];
+		if (x->bwd ? backward(e, s, j) : forward(e, s, j))
+			return AP_EFAIL;
+		/* all-reduces and sends started advance under the tasks
+		 * after them */
+		if (e->t->ops->progress(e->t))
+			return AP_EFAIL;
+	}
+	return AP_OK;
+}
+
+/* An asynchronous schedule's slice of the stream for step `step`: the
+ * items whose keys fall in [r step m, r (step + 1) m) + o, where each
+ * stage runs m forwards and m backwards in steady state, a micro-batch
+ * every r key slots (1F1B alternates a forward slot and a backward slot,
+ * r = 2; async-predict runs one of each in a slot, r = 1, and o = K - 1
+ * makes the last stage's forwards, the losses, of the step's own m
+ * micro-batches fall in it); the first step starts at the beginning, the
+ * last one drains the pipeline.  Items of micro-batches past the run's
+ * last step are left out. */
+static int async_slice(struct exec *e, int64_t step)
+{
+	int64_t m = e->m, last = e->o.steps * m, K = e->K;
+	int predict = e->p->sched == SCHED_ASYNC_PREDICT;
+	int64_t r = predict ? 1 : 2, o = predict ? K - 1 : 0;
+	int64_t lo = step == 0 ? INT64_MIN : r * step * m + o;
+	int64_t hi = step >= e->o.steps - 1 ? INT64_MAX : r * (step + 1) * m + o;
+	int64_t jlo = step * m - 2 * K - 2, jhi = step >= e->o.steps - 1 ? last
+									 : (step + 1) * m + K + 2;
+	int n = 0;
+
+	jlo = jlo < 0 ? 0 : jlo;
+	jhi = jhi > last ? last : jhi;
+	for (int st = 0; st < e->p->nstages; st++)
+		for (int64_t J = jlo; J < jhi; J++)
+			for (int bwd = 0; bwd < 2; bwd++) {
+				int64_t key = sched_key(e->p->sched, K, last, e->depth[st], J, bwd);
+
+				if (key < lo || key >= hi)
+					continue;
+				if (n >= e->cap_slice)
+					return ap_err(AP_EFAIL, NULL, 0, "async slice of step %lld overflows",
+						      (long long)step);
+				e->slice[n++] = (struct sched_item){ key, st, (int)J, bwd };
+			}
+	sched_sort(e->slice, n);
+	return n;
 }
 
 int exec_step(struct exec *e, int64_t step, double *loss)
 {
 	struct transport *t = e->t;
-	double sum = 0;
+	double sum;
 
-	e->step = step;
-	for (int q = 0; q < e->nsh; q++) {
-		struct rshard *s = &e->sh[q];
-		int64_t n = shape_elems(&s->kern.out);
-		/* the loss seeds the backward with d(mean)/d(position) */
-		float seed = e->g->ops[s->op].kind == OP_LOSS
-				     ? (float)(1.0 / (double)shape_elems(&e->g->ops[s->op].out))
-				     : 0.0f;
-
-		for (int j = 0; j < e->m; j++)
-			for (int64_t i = 0; i < n; i++)
-				s->dout[j][i] = seed;
-		s->nupd = 0;
-	}
-	for (int it = 0; it < e->nitems; it++) {
-		const struct sched_item *x = &e->items[it];
-		int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
-
-		for (int q = 0; q < z - a; q++) {
-			int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];
-			struct rshard *s;
-
-			if (e->mine[i] < 0)
-				continue;
-			s = &e->sh[e->mine[i]];
-			if (x->bwd ? backward(e, s, x->mb) : forward(e, s, x->mb))
+	e->loss_acc = 0;
+	if (!e->async) {
+		e->step = step;
+		for (int it = 0; it < e->nitems; it++) {
+			e->mbj = e->items[it].mb;
+			if (run_item(e, &e->items[it], e->mbj))
 				return AP_EFAIL;
 		}
-	}
-	if (t->ops->wait(t))
-		return AP_EFAIL;
-	for (int q = 0; q < e->nsh; q++) {
-		struct rshard *s = &e->sh[q];
+		if (t->ops->wait(t))
+			return AP_EFAIL;
+		for (int q = 0; q < e->nsh; q++)
+			if (e->sh[q].nparams)
+				update(e, &e->sh[q]);
+	} else {
+		int n = async_slice(e, step);
 
-		if (s->nparams && !sched_async(e->p->sched))
-			update(e, s);
-		if (e->g->ops[s->op].kind != OP_LOSS)
-			continue;
-		for (int j = 0; j < e->m; j++)
-			for (int64_t i = 0, n = shape_elems(&s->kern.out); i < n; i++)
-				sum += s->out[j][i] / (double)shape_elems(&e->g->ops[s->op].out);
+		if (n < 0)
+			return AP_EFAIL;
+		for (int it = 0; it < n; it++) {
+			const struct sched_item *x = &e->slice[it];
+
+			e->step = x->mb / e->m;
+			e->mbj = x->mb % e->m;
+			if (run_item(e, x, x->mb % e->nbuf))
+				return AP_EFAIL;
+		}
+		/* sends may be waiting for receives of the next step: only
+		 * the end of the stream waits for them all */
+		if (step >= e->o.steps - 1) {
+			if (t->ops->wait(t))
+				return AP_EFAIL;
+			for (int x = 0; x < e->nxf; x++)
+				for (int k = 0; e->xf[x].sreq && k < 2 * e->nbuf; k++)
+					e->xf[x].sreq[k] = -1;
+		}
 	}
+	sum = e->loss_acc;
 	if (t->ops->sum(t, &sum, 1))
 		return AP_EFAIL;
 	*loss = sum;
@@ -266,7 +389,7 @@ int exec_gather_params(struct exec *e, int i, float *full)
 		if (owner == me && me == 0) {
 			params_slice(e->g, i, r.lo[DIM_C], cn, full, e->sh[e->mine[i]].w, 1);
 		} else if (owner == me) {
-			if (t->ops->isend(t, e->sh[e->mine[i]].w, n, 0, tag) || t->ops->wait(t))
+			if (t->ops->isend(t, e->sh[e->mine[i]].w, n, 0, tag, NULL) || t->ops->wait(t))
 				return AP_EFAIL;
 		} else if (me == 0) {
 			float *buf = malloc((size_t)n * sizeof *buf);
@@ -300,6 +423,11 @@ int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
 	e->o = *o;
 	if (e->o.pool < 1)
 		e->o.pool = 1;
+	if (sched_async(p->sched) && o->steps < 1) {
+		free(e);
+		return ap_err(AP_EFAIL, NULL, 0,
+			      "an asynchronous schedule needs the number of steps of the run");
+	}
 	if (exec_ranks(p) > t->size) {
 		free(e);
 		return ap_err(AP_EINPUT, NULL, 0, "the plan needs %d ranks, the job has %d",

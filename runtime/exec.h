@@ -15,24 +15,23 @@
  * device does.  PipeDream's asynchronous 1F1B updates each op's weights
  * after every micro-batch's backward and keeps (stashes) the version a
  * micro-batch's forward used for its backward (Narayanan et al., SOSP
- * 2019, section 3.3); a step here runs its m micro-batches in 1F1B order
- * and drains the pipeline at its end.
+ * 2019, section 3.3).  Both asynchronous schedules stream micro-batches
+ * across steps: step t runs the items of the stream whose keys fall in
+ * its share (exec.c async_slice()), and only the last step drains.
  *
  * async-predict (core/sched.c) updates after every micro-batch as well,
  * but keeps no versions: a micro-batch's forward runs with the weights
  * extrapolated to the version its gradient will be applied to,
  * w - lr k v (v the momentum, k the updates the stage applies between the
- * forward and that gradient: the micro-batch's index in the step minus
- * the updates already done), into one buffer per shard.  Its backward
- * predicts again, from the weights then current, for the updates still to
- * come before its gradient lands: none, as updates come in micro-batch
- * order, so the backward runs with the current weights, which are the
- * version the forward predicted (exactly so once the momentum has
- * settled).  This is SpecTrain's scheme (Chen et al., 2018): one
- * prediction buffer per shard instead of a version per micro-batch in
- * flight.  A CPU rank runs a slot's forward and backward one after the
- * other, in the schedule's order, which is what the two concurrent
- * streams compute.
+ * forward and that gradient, counted from the schedule's keys: 2(K - d) - 1
+ * on a stage of depth d once the pipeline has filled), computed into one
+ * buffer per shard.  Its backward needs no prediction: by then exactly
+ * those k updates have been applied, so the current weights are the
+ * version the forward predicted.  This is SpecTrain's scheme (Chen et
+ * al., 2018): one prediction buffer per shard instead of a version per
+ * micro-batch in flight.  A CPU rank runs a slot's forward and backward
+ * one after the other, in the schedule's order, which is what the two
+ * concurrent streams compute.
  */
 #ifndef AUTOPAR_EXEC_H
 #define AUTOPAR_EXEC_H
@@ -46,6 +45,8 @@
 
 struct exec_opts {
 	uint64_t seed;   /* data, labels and initial weights */
+	int64_t steps;   /* steps the run will take: where asynchronous 1F1B's
+			  * stream of micro-batches ends */
 	int pool;        /* distinct batches the steps cycle through */
 	float lr, momentum;
 	/* Asynchronous schedules without their remedy for staleness: no

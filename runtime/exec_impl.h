@@ -4,7 +4,11 @@
  *
  * Every rank builds the same list of transfers (all pieces of all inputs
  * that cross ranks, in one deterministic order), so a transfer's index is
- * its message tag on both sides: 2x forward, 2x + 1 its gradient.
+ * its message tag on both sides: 2x forward, 2x + 1 its gradient.  As in
+ * the simulator, consumers of one stage on one rank that need the same
+ * piece of the same producer shard share one transfer: it is received
+ * once, and their gradients are summed and sent back once, by the last of
+ * them to run its backward.
  */
 #ifndef AUTOPAR_EXEC_IMPL_H
 #define AUTOPAR_EXEC_IMPL_H
@@ -21,10 +25,14 @@ struct src {
 };
 
 struct xfer {
-	int prod_op, prod_rank, cons_op, cons_rank;
+	int prod_op, prod_k, prod_rank, cons_op, cons_rank, cons_stage;
 	int no_grad;     /* the producer is an input: no gradient goes back */
 	struct region o;
-	float **sbuf;    /* sender's staging: [2m], forward then backward */
+	int nshare;      /* consumers sharing it */
+	int nfwd, nbwd;  /* sharers done in the current item */
+	float **sbuf;    /* staging: [2 nbuf], forward then backward */
+	int *sreq;       /* the send of each staging buffer in flight, -1 none */
+	float *rbuf;     /* the receiver's copy of the piece */
 };
 
 /* This rank's shard of an op. */
@@ -40,12 +48,11 @@ struct rshard {
 	int alias[KERN_MAX_IN];       /* input k is a local producer's output */
 	int64_t nparams;
 	float *w, *dw, *mom;
-	float **stash;                /* [m]: weights micro-batch j runs with */
+	float **stash;                /* [nbuf]: the weights a micro-batch runs with */
 	float *pred;                  /* async-predict: the predicted weights */
-	int nupd;                     /* updates applied in this step */
 	int gid;                      /* replica group, -1 alone */
-	float **out, **dout, **ws;    /* [m] */
-	float **in;                   /* [m * nin] gathered inputs */
+	float **out, **dout, **ws;    /* [nbuf], by micro-batch slot */
+	float **in;                   /* [nbuf * nin] gathered inputs */
 	float *din[KERN_MAX_IN];      /* one micro-batch's input gradients */
 	float **cache;                /* inputs and labels: [pool * m] */
 	int *sends, nsends;           /* transfers of this shard's output */
@@ -59,17 +66,28 @@ struct exec {
 	struct exec_opts o;
 	int m;
 	int64_t mb_n;
-	int64_t step;                 /* the step being run */
+	int async;                    /* a stream of micro-batches, an
+				       * update after each (sched_async) */
+	int nbuf;                     /* micro-batch slots: m, or for async
+				       * enough for those in flight */
+	int K;                        /* stage depths */
+	int *depth;                   /* per stage index */
+	int64_t step;                 /* the data of the task being run: */
+	int mbj;                      /* step and micro-batch */
+	double loss_acc;              /* loss forwards of the current step */
+	int pred_k;                   /* async-predict: updates to predict */
 	double loss_scale;            /* 1 / loss positions in the batch */
 	int *mine;                    /* per op: index in sh, or -1 */
 	struct rshard *sh;
 	int nsh;
 	struct xfer *xf;
 	int nxf, cap_xf;
-	float *rbuf;                  /* receive staging, the largest piece */
+	float *rbuf;                  /* receive staging of gradients */
 	int64_t rbuf_n;
-	struct sched_item *items;
+	struct sched_item *items;     /* synchronous: one step's order */
 	int nitems;
+	struct sched_item *slice;     /* async: the current step's slice */
+	int cap_slice;
 	int *stage_ops_ofs, *stage_ops; /* ops of each stage index, graph order */
 	struct data data;
 };

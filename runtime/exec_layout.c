@@ -196,6 +196,46 @@ static int add_send(struct rshard *s, int x)
 	return AP_OK;
 }
 
+/* The transfer of piece o of producer shard (pi, kp) to consumers of
+ * stage `stage` on rank `rank` that an earlier consumer asked for: it is
+ * shared (exec_impl.h); -1 when there is none. */
+static int find_xfer(struct exec *e, int pi, int kp, int rank, int stage,
+		     const struct region *o)
+{
+	for (int x = e->nxf - 1; x >= 0; x--) {
+		struct xfer *t = &e->xf[x];
+
+		if (t->prod_op == pi && t->prod_k == kp && t->cons_rank == rank &&
+		    t->cons_stage == stage && region_equal(&t->o, o)) {
+			t->nshare++;
+			return x;
+		}
+	}
+	return -1;
+}
+
+static int new_xfer(struct exec *e, int pi, int kp, int c, int crank, const struct src *x)
+{
+	struct xfer *t;
+
+	if (grow(&e->xf, e->nxf, &e->cap_xf, sizeof *e->xf, 16))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory"), -1;
+	t = &e->xf[e->nxf];
+	memset(t, 0, sizeof *t);
+	t->prod_op = pi;
+	t->prod_k = kp;
+	t->prod_rank = x->rank;
+	t->cons_op = c;
+	t->cons_rank = crank;
+	t->cons_stage = e->p->ops[c].stage;
+	t->no_grad = e->g->ops[pi].kind == OP_INPUT;
+	t->o = x->o;
+	t->nshare = 1;
+	if (x->rank == e->t->rank && add_send(&e->sh[e->mine[pi]], e->nxf))
+		return -1;
+	return e->nxf++;
+}
+
 /* Every piece of input kk of every shard of op c: local sources and
  * transfers, recorded where this rank takes part. */
 static int connect(struct exec *e, int c, int kk)
@@ -217,20 +257,8 @@ static int connect(struct exec *e, int c, int kk)
 			if (!region_meet(&own, &need, &x.o))
 				continue;
 			if (x.rank != crank) {
-				struct xfer *t;
-
-				if (grow(&e->xf, e->nxf, &e->cap_xf, sizeof *e->xf, 16))
-					return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-				t = &e->xf[e->nxf];
-				memset(t, 0, sizeof *t);
-				t->prod_op = pi;
-				t->prod_rank = x.rank;
-				t->cons_op = c;
-				t->cons_rank = crank;
-				t->no_grad = e->g->ops[pi].kind == OP_INPUT;
-				t->o = x.o;
-				x.xfer = e->nxf++;
-				if (x.rank == me && add_send(&e->sh[e->mine[pi]], x.xfer))
+				x.xfer = find_xfer(e, pi, kp, crank, pc->stage, &x.o);
+				if (x.xfer < 0 && (x.xfer = new_xfer(e, pi, kp, c, crank, &x)) < 0)
 					return AP_EFAIL;
 			}
 			if (crank == me) {
@@ -258,7 +286,7 @@ static int shard_setup(struct exec *e, struct rshard *s)
 	const struct graph *g = e->g;
 	const struct op *op = &g->ops[s->op];
 	struct kern *kn = &s->kern;
-	int m = e->m, nin = op->nin;
+	int m = e->nbuf, nin = op->nin;
 
 	kn->op = op;
 	kn->op_index = s->op;
@@ -325,7 +353,7 @@ static int params_setup(struct exec *e, struct rshard *s)
 	e->be->release(full);
 	if (exec_predicts(e) && !(s->pred = falloc(e, s->nparams)))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-	for (int j = 0; j < e->m; j++) {
+	for (int j = 0; j < e->nbuf; j++) {
 		if (!exec_stashes(e))
 			s->stash[j] = s->w;
 		else if (!(s->stash[j] = falloc(e, s->nparams)))
@@ -440,9 +468,9 @@ static int order_setup(struct exec *e)
 	int n = p->nstages, *depth = calloc((size_t)n, sizeof *depth);
 	int *pos = malloc((size_t)n * sizeof *pos), np = 0;
 
+	e->depth = depth;
 	if (!depth || !pos || !NEW(e, e->items, 2 * n * e->m) ||
 	    !NEW(e, e->stage_ops_ofs, n + 1) || !NEW(e, e->stage_ops, e->g->nops)) {
-		free(depth);
 		free(pos);
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
@@ -458,6 +486,17 @@ static int order_setup(struct exec *e)
 			}
 	sched_order(p->sched, n, depth, e->m, e->items);
 	e->nitems = 2 * n * e->m;
+	e->K = 1;
+	for (int k = 0; k < n; k++)
+		e->K = depth[k] + 1 > e->K ? depth[k] + 1 : e->K;
+	/* async: a stage has at most K micro-batches in flight (1F1B's
+	 * warm-up plus one; async-predict 2K), and a step's slice touches
+	 * m + 3K of them */
+	e->cap_slice = 2 * n * (e->m + 2 * e->K + 8);
+	if (e->async && !NEW(e, e->slice, e->cap_slice)) {
+		free(pos);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
 	for (int k = 0; k < n; k++) {
 		e->stage_ops_ofs[k] = np;
 		for (int i = 0; i < e->g->nops; i++)
@@ -465,7 +504,6 @@ static int order_setup(struct exec *e)
 				e->stage_ops[np++] = i;
 	}
 	e->stage_ops_ofs[n] = np;
-	free(depth);
 	free(pos);
 	return AP_OK;
 }
@@ -489,11 +527,15 @@ static int xfer_setup(struct exec *e)
 			e->rbuf_n = n;
 		if (t->prod_rank != me && t->cons_rank != me)
 			continue;
-		if (!NEW(e, t->sbuf, 2 * e->m))
+		if (t->cons_rank == me && !(t->rbuf = falloc(e, n)))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		for (int j = 0; j < 2 * e->m; j++)
+		if (!NEW(e, t->sbuf, 2 * e->nbuf) || !NEW(e, t->sreq, 2 * e->nbuf))
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		for (int j = 0; j < 2 * e->nbuf; j++) {
+			t->sreq[j] = -1;
 			if (!(t->sbuf[j] = falloc(e, n)))
 				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		}
 	}
 	if (!(e->rbuf = falloc(e, e->rbuf_n)))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
@@ -504,10 +546,17 @@ int exec_layout(struct exec *e)
 {
 	const struct graph *g = e->g;
 	const struct plan *p = e->p;
-	int me = e->t->rank, st;
+	int me = e->t->rank, st, inflight;
 
 	e->m = p->microbatches;
 	e->mb_n = g->batch / e->m;
+	e->async = sched_async(p->sched);
+	st = order_setup(e);
+	if (st)
+		return st;
+	/* in flight on a stage of depth 0: 1F1B's K, async-predict's 2K */
+	inflight = p->sched == SCHED_ASYNC_PREDICT ? 2 * e->K : e->K;
+	e->nbuf = e->async && inflight > e->m ? inflight : e->m;
 	if (!NEW(e, e->mine, g->nops))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int i = 0; i < g->nops; i++) {
@@ -546,8 +595,6 @@ int exec_layout(struct exec *e)
 	if (!st)
 		st = groups_setup(e);
 	if (!st)
-		st = order_setup(e);
-	if (!st)
 		st = xfer_setup(e);
 	return st;
 }
@@ -567,13 +614,13 @@ void exec_layout_release(struct exec *e)
 		struct rshard *s = &e->sh[q];
 		int nin = e->g->ops[s->op].nin;
 
-		free_list(e, s->out, e->m);
-		free_list(e, s->dout, e->m);
-		free_list(e, s->ws, e->m);
-		free_list(e, s->in, e->m * nin);
+		free_list(e, s->out, e->nbuf);
+		free_list(e, s->dout, e->nbuf);
+		free_list(e, s->ws, e->nbuf);
+		free_list(e, s->in, e->nbuf * nin);
 		free_list(e, s->cache, s->cache ? e->o.pool * e->m : 0);
 		if (s->stash && exec_stashes(e) && s->w)
-			free_list(e, s->stash, e->m);
+			free_list(e, s->stash, e->nbuf);
 		else
 			e->be->release(s->stash);
 		for (int kk = 0; kk < KERN_MAX_IN; kk++) {
@@ -586,13 +633,18 @@ void exec_layout_release(struct exec *e)
 		e->be->release(s->pred);
 		free(s->sends);
 	}
-	for (int x = 0; x < e->nxf; x++)
-		free_list(e, e->xf[x].sbuf, e->xf[x].sbuf ? 2 * e->m : 0);
+	for (int x = 0; x < e->nxf; x++) {
+		free_list(e, e->xf[x].sbuf, e->xf[x].sbuf ? 2 * e->nbuf : 0);
+		e->be->release(e->xf[x].sreq);
+		e->be->release(e->xf[x].rbuf);
+	}
 	free(e->xf);
 	e->be->release(e->sh);
 	e->be->release(e->mine);
 	e->be->release(e->rbuf);
 	e->be->release(e->items);
+	e->be->release(e->slice);
+	free(e->depth);
 	e->be->release(e->stage_ops_ofs);
 	e->be->release(e->stage_ops);
 	data_release(&e->data);

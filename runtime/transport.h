@@ -6,7 +6,8 @@
  * sub-communicators), transport_self.c a single process that has nobody to
  * talk to.  A NCCL transport fills the same table.
  *
- * Sends are non-blocking: the buffer must stay untouched until wait().
+ * Sends are non-blocking: the buffer must stay untouched until wait(), or
+ * wait_one() of the id the send returned (ids are valid until wait()).
  * Every rank creates the same groups in the same order; a rank outside a
  * group gets the id -1.
  */
@@ -19,14 +20,20 @@ struct transport;
 
 struct transport_ops {
 	const char *name;
-	int (*isend)(struct transport *t, const float *buf, int64_t n, int dst, int tag);
+	int (*isend)(struct transport *t, const float *buf, int64_t n, int dst, int tag,
+		     int *id);
 	int (*recv)(struct transport *t, float *buf, int64_t n, int src, int tag);
 	/* collective over all ranks: a group of ranks[0..n) */
 	int (*group)(struct transport *t, const int *ranks, int n, int *gid);
 	/* starts summing buf over group gid in place */
-	int (*iallreduce)(struct transport *t, int gid, float *buf, int64_t n);
+	int (*iallreduce)(struct transport *t, int gid, float *buf, int64_t n, int *id);
+	/* completes the send or all-reduce `id` */
+	int (*wait_one)(struct transport *t, int id);
 	/* completes every send and all-reduce started */
 	int (*wait)(struct transport *t);
+	/* lets started sends and all-reduces advance without waiting for
+	 * them (MPI moves data only inside its calls) */
+	int (*progress)(struct transport *t);
 	/* sums / maxima of v[0..n) over all ranks, in place */
 	int (*sum)(struct transport *t, double *v, int n);
 	int (*max)(struct transport *t, double *v, int n);
@@ -44,6 +51,8 @@ struct transport {
 
 /* transport_mpi.c: MPI_Init (once), rank and size of MPI_COMM_WORLD. */
 int transport_mpi_init(struct transport *t, int *argc, char ***argv);
+/* The MPI library's version line. */
+const char *transport_mpi_version(void);
 /* Whether this process runs inside an MPI job (started by mpirun). */
 int transport_mpi_in_job(void);
 /* transport_self.c: one rank. */

@@ -20,8 +20,10 @@
 struct mpi_state {
 	MPI_Comm *comm;
 	int ncomm, cap_comm;
-	MPI_Request *req;
+	MPI_Request *req;      /* ids index it; MPI_REQUEST_NULL when done */
 	int nreq, cap_req;
+	int *free_id;          /* ids completed by wait_one, for reuse */
+	int nfree;
 };
 
 #define MPI_CHECK(call)                                                        \
@@ -36,10 +38,22 @@ struct mpi_state {
 		}                                                              \
 	} while (0)
 
-static MPI_Request *new_req(struct mpi_state *s)
+static MPI_Request *new_req(struct mpi_state *s, int *id)
 {
+	int *f;
+
+	if (s->nfree) {
+		*id = s->free_id[--s->nfree];
+		return &s->req[*id];
+	}
 	if (grow(&s->req, s->nreq, &s->cap_req, sizeof *s->req, 16))
 		return NULL;
+	/* room to return every id to the free list */
+	f = realloc(s->free_id, (size_t)s->cap_req * sizeof *s->free_id);
+	if (!f)
+		return NULL;
+	s->free_id = f;
+	*id = s->nreq;
 	return &s->req[s->nreq++];
 }
 
@@ -55,19 +69,22 @@ static int count_of(int64_t n, int *out)
 }
 
 /* A request slot and the count of a non-blocking call of n floats. */
-static int start(struct transport *t, int64_t n, MPI_Request **r, int *cnt)
+static int start(struct transport *t, int64_t n, MPI_Request **r, int *cnt, int *id)
 {
-	if (!(*r = new_req(t->state)))
+	int dummy;
+
+	if (!(*r = new_req(t->state, id ? id : &dummy)))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	return count_of(n, cnt);
 }
 
-static int mpi_isend(struct transport *t, const float *buf, int64_t n, int dst, int tag)
+static int mpi_isend(struct transport *t, const float *buf, int64_t n, int dst, int tag,
+		     int *id)
 {
 	MPI_Request *r;
 	int cnt = 0;
 
-	if (start(t, n, &r, &cnt))
+	if (start(t, n, &r, &cnt, id))
 		return AP_EFAIL;
 	MPI_CHECK(MPI_Isend(buf, cnt, MPI_FLOAT, dst, tag, MPI_COMM_WORLD, r));
 	return 0;
@@ -103,15 +120,24 @@ static int mpi_group(struct transport *t, const int *ranks, int n, int *gid)
 	return 0;
 }
 
-static int mpi_iallreduce(struct transport *t, int gid, float *buf, int64_t n)
+static int mpi_iallreduce(struct transport *t, int gid, float *buf, int64_t n, int *id)
 {
 	struct mpi_state *s = t->state;
 	MPI_Request *r;
 	int cnt = 0;
 
-	if (start(t, n, &r, &cnt))
+	if (start(t, n, &r, &cnt, id))
 		return AP_EFAIL;
 	MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, cnt, MPI_FLOAT, MPI_SUM, s->comm[gid], r));
+	return 0;
+}
+
+static int mpi_wait_one(struct transport *t, int id)
+{
+	struct mpi_state *s = t->state;
+
+	MPI_CHECK(MPI_Wait(&s->req[id], MPI_STATUS_IGNORE));
+	s->free_id[s->nfree++] = id;
 	return 0;
 }
 
@@ -121,6 +147,17 @@ static int mpi_wait(struct transport *t)
 
 	MPI_CHECK(MPI_Waitall(s->nreq, s->req, MPI_STATUSES_IGNORE));
 	s->nreq = 0;
+	s->nfree = 0;
+	return 0;
+}
+
+static int mpi_progress(struct transport *t)
+{
+	struct mpi_state *s = t->state;
+	int done = 0;
+
+	if (s->nreq)
+		MPI_CHECK(MPI_Testall(s->nreq, s->req, &done, MPI_STATUSES_IGNORE));
 	return 0;
 }
 
@@ -163,6 +200,7 @@ static void mpi_release(struct transport *t)
 		MPI_Comm_free(&s->comm[i]);
 	free(s->comm);
 	free(s->req);
+	free(s->free_id);
 	free(s);
 	t->state = NULL;
 	MPI_Finalize();
@@ -174,13 +212,26 @@ static const struct transport_ops mpi_ops = {
 	.recv = mpi_recv,
 	.group = mpi_group,
 	.iallreduce = mpi_iallreduce,
+	.wait_one = mpi_wait_one,
 	.wait = mpi_wait,
+	.progress = mpi_progress,
 	.sum = mpi_sum,
 	.max = mpi_max,
 	.barrier = mpi_barrier,
 	.abort = mpi_abort,
 	.release = mpi_release,
 };
+
+const char *transport_mpi_version(void)
+{
+	static char v[MPI_MAX_LIBRARY_VERSION_STRING];
+	int len = 0;
+
+	if (MPI_Get_library_version(v, &len) != MPI_SUCCESS)
+		return "unknown";
+	v[strcspn(v, ",\n")] = '\0';
+	return v;
+}
 
 int transport_mpi_in_job(void)
 {

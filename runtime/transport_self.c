@@ -8,9 +8,10 @@
 
 #include "err.h"
 
-static int self_isend(struct transport *t, const float *buf, int64_t n, int dst, int tag)
+static int self_isend(struct transport *t, const float *buf, int64_t n, int dst, int tag,
+		      int *id)
 {
-	(void)t, (void)buf, (void)n, (void)tag;
+	(void)t, (void)buf, (void)n, (void)tag, (void)id;
 	return ap_err(AP_EFAIL, NULL, 0, "transport 'self': no rank %d to send to", dst);
 }
 
@@ -27,9 +28,17 @@ static int self_group(struct transport *t, const int *ranks, int n, int *gid)
 	return 0;
 }
 
-static int self_iallreduce(struct transport *t, int gid, float *buf, int64_t n)
+static int self_iallreduce(struct transport *t, int gid, float *buf, int64_t n, int *id)
 {
 	(void)t, (void)gid, (void)buf, (void)n;
+	if (id)
+		*id = -1;
+	return 0;
+}
+
+static int self_wait_one(struct transport *t, int id)
+{
+	(void)t, (void)id;
 	return 0;
 }
 
@@ -62,7 +71,9 @@ static const struct transport_ops self_ops = {
 	.recv = self_recv,
 	.group = self_group,
 	.iallreduce = self_iallreduce,
+	.wait_one = self_wait_one,
 	.wait = self_nop,
+	.progress = self_nop,
 	.sum = self_reduce,
 	.max = self_reduce,
 	.barrier = self_nop,

@@ -10,6 +10,7 @@
 if (term eq 'png') set terminal pngcairo size 800,480 font 'sans,10'; \
 else set terminal svg size 800,480 font 'sans,10'
 set output outfile
+set termoption noenhanced
 set title 'mcmc: best simulated iteration time over search time'
 set xlabel 'search time (s)'
 set ylabel 'best iteration time (ms)'

@@ -28,6 +28,8 @@ set ylabel 'iteration time / ILP bound'
 set logscale y
 set grid ytics
 set key off
+set xtics rotate by -25
+set bmargin 6
 set xrange [-0.5:*]
 set offsets 0, 0.5, graph 0.05, graph 0.05
 plot pairs using ($1 + 0.3 * (rand(0) - 0.5)):2 with points pt 7 ps 0.6, \

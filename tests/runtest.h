@@ -59,17 +59,28 @@ static inline double rt_check_diff(const char *out)
 }
 
 /* Runs PLAN with --check for a few steps and asserts it agrees with one
- * device to float32 round-off. */
-static inline void rt_check_plan(const char *plan, const char *what)
+ * device to float32 round-off, unless may_refuse and the runtime refused
+ * the plan before launch for a split it cannot execute yet (then 0). */
+static inline int rt_check_plan_or_refusal(const char *plan, const char *what, int may_refuse)
 {
 	char out[16384];
 	int st = rt_run(out, sizeof out, "run '%s' --check --steps 2 --warmup 1", plan);
 	double d = rt_check_diff(out);
 
+	if (may_refuse && st == 2 && strstr(out, "not executable by the runtime yet")) {
+		print_message("refused %s: %s", what, out);
+		return 0;
+	}
 	if (st != 0 || d < 0 || d >= 1e-5) {
 		print_error("%s: exit %d, difference %g:\n%s\n", what, st, d, out);
 		fail();
 	}
+	return 1;
+}
+
+static inline void rt_check_plan(const char *plan, const char *what)
+{
+	rt_check_plan_or_refusal(plan, what, 0);
 }
 
 /* A pipeline of `nstages` stages in graph order (about the same number
@@ -160,8 +171,13 @@ static inline void rt_check_planners(const char *cluster)
 			assert_int_equal(st, 0);
 			snprintf(what, sizeof what, "%s by %s on %s", rt_models[m], names[k],
 				 cluster);
-			rt_check_plan(plan, what);
-			ran++;
+			/* The searching planners keep their full space; a split the
+			 * runtime cannot execute yet (a conv2d along h or w needs
+			 * halo exchange, attention along l) is refused before
+			 * launch, and only theirs may be. */
+			if (rt_check_plan_or_refusal(plan, what, !strcmp(names[k], "ilp") ||
+						     !strcmp(names[k], "mcmc")))
+				ran++;
 		}
 	/* every model by at least single, dp and owt */
 	assert_true(ran >= 3 * (int)(sizeof rt_models / sizeof *rt_models));

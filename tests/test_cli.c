@@ -123,6 +123,15 @@ static const struct {
 	  "check -m %D/t.model -c 2x2:v100 %D/pl5.json", "%D/pl5.json", "9" },
 	{ "t.model", PLAN_MODEL, NULL, NULL, "check -c 2x2:v100 %D/pl5.json", "%D/pl5.json: ",
 	  "-m" },
+	/* run */
+	{ NULL, NULL, NULL, NULL, "run %D/nosuch.json", "%D/nosuch.json: ", "cannot read" },
+	{ NULL, NULL, "pl6.json", "{\"format\": \"autopar-plan\",\n", "run %D/pl6.json",
+	  "%D/pl6.json:2: ", "" },
+	{ NULL, NULL, NULL, NULL, "run x.json --inject-fault 1:2:melt", "--inject-fault: ",
+	  "RANK:STEP" },
+	{ NULL, NULL, NULL, NULL, "run x.json --lr 0", "--lr: ", "positive" },
+	{ "r.csv", "a,b\n", NULL, NULL, "run x.json -o %D/r.csv", "%D/r.csv:1: ",
+	  "header of a run results file" },
 };
 
 static void test_bad_input(void **state)

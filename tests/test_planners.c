@@ -51,6 +51,10 @@ static int make_plan(const struct planner *pl, const char *model, const char *cs
 	plan_init(out);
 	assert_int_equal(plan_alloc(out, g, 1), AP_OK);
 	planner_opts_complete(pl, &o);
+	/* A search's plan must validate whatever it found; how good it is
+	 * after how long is test_mcmc.c's question. */
+	if (!strcmp(pl->name, "mcmc"))
+		assert_int_equal(planner_opts_set(pl, &o, "proposals", "500", "test"), AP_OK);
 	in = (struct planner_input){ .g = g, .p = p, .c = c, .budget_s = 1, .seed = 1,
 				     .opts = &o };
 	rc = pl->plan(&in, out);

@@ -74,8 +74,9 @@ static void test_lr_zero(void **state)
  * A 2-stage pipeline under async-predict's order, each stage with a
  * constant gradient and its momentum settled (v = g / (1 - mu)): at every
  * forward the stage predicts over the updates its micro-batch's gradient
- * still waits for (the executor's rule: the micro-batch's index minus the
- * updates done), and when that gradient is applied the weights then
+ * still waits for (the micro-batch's index minus the updates done, which
+ * is the executor's count from the keys), and when that gradient is
+ * applied the weights then
  * current must be the prediction.  The distance is checked against the
  * order itself (backwards of the stage between the forward and the
  * micro-batch's backward), and the check is not vacuous: stale weights
@@ -129,8 +130,8 @@ static void train_mlp(float lr, int naive, double *loss, int nsteps)
 	char path[1024];
 	struct graph g;
 	struct plan p, ref;
-	struct exec_opts o = { .seed = 3, .pool = 2, .lr = lr, .momentum = 0.9f,
-			       .naive = naive };
+	struct exec_opts o = { .seed = 3, .steps = nsteps, .pool = 2, .lr = lr,
+			       .momentum = 0.9f, .naive = naive };
 	float *params[64] = { 0 };
 
 	graph_init(&g);

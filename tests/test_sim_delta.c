@@ -5,10 +5,10 @@
  * distinct devices) or undoing the last one, are applied to a plan; after
  * every one sim_delta() on a long-lived simulator must give exactly what
  * a full sim_run() on a fresh one gives: the same iteration time, memory
- * of every device, critical path, task counts and link bytes.  10,000
- * proposals over five models of the zoo on 16, 8 and 4 devices, among
- * them changes of two operators at once and changes that leave an
- * operator as it was.
+ * of every device, critical path, bubble, task counts, link bytes and
+ * cost sources.  10,000 proposals over five models of the zoo on 16, 8
+ * and 4 devices, among them changes of two operators at once, changes
+ * that leave an operator as it was, and changes taken back by sim_undo().
  */
 #include "testutil.h"
 
@@ -90,6 +90,12 @@ static void same_result(const struct sim_result *a, const struct sim_result *b, 
 		assert_int_equal(a->link_bytes[k], b->link_bytes[k]);
 	for (int k = 0; k < NTASK_KINDS; k++)
 		assert_int_equal(a->ntask_kinds[k], b->ntask_kinds[k]);
+	for (int k = 0; k < NCOST_SOURCES; k++)
+		assert_int_equal(a->costs.n[k], b->costs.n[k]);
+	if (a->bubble != b->bubble || a->busiest_compute_s != b->busiest_compute_s ||
+	    a->samples_per_s != b->samples_per_s || a->peak_dev != b->peak_dev)
+		fail_msg("proposal %d: delta bubble %.17g busiest %.17g, full %.17g %.17g", step,
+			 a->bubble, a->busiest_compute_s, b->bubble, b->busiest_compute_s);
 	for (int d = 0; d < a->ndev; d++)
 		if (a->mem[d].peak != b->mem[d].peak || a->mem[d].act != b->mem[d].act)
 			fail_msg("proposal %d: device %d peak %lld act %lld, full %lld %lld", step,
@@ -128,9 +134,20 @@ static void proposals(const char *name, const char *spec, int n)
 		int ops[2], nops = 1, u = rand_below(10);
 
 		if (u < 3 && last >= 0) {
-			/* undo the last change, as a rejected proposal does */
+			/* undo the last change, as a rejected proposal does:
+			 * by a delta of it, or by sim_undo() and a delta of
+			 * nothing or of the next proposal */
 			ops[0] = last;
 			copy_op(&pl.ops[last], &old);
+			if (u > 0) {
+				sim_undo(&sd);
+				nops = 0;
+			}
+			if (u == 2) {
+				ops[0] = rand_below(g.nops);
+				random_config(&g, ops[0], ndev, &pl.ops[ops[0]]);
+				nops = 1;
+			}
 			last = -1;
 		} else {
 			ops[0] = rand_below(g.nops);
