@@ -8,7 +8,8 @@
  * --check trains the same steps on one device and compares the loss of
  * every step and every weight at the end (runtime/check.h).  -o appends
  * one row to a results CSV with the simulator's prediction beside the
- * measurement.
+ * measurement; --loss-csv writes the loss of every step (warm-up
+ * included), for loss curves.
  *
  * A failing rank aborts the whole job (the transport's abort), so no rank
  * is left waiting for a message that will never come.
@@ -46,6 +47,7 @@
 struct run_out {
 	int steps, warmup, ranks;
 	double pred_ms, med_ms, p10_ms, p90_ms, loss_first, loss_last, check;
+	double *loss; /* [warmup + steps] */
 };
 
 /* A fault to inject, for testing that a failing rank ends the job. */
@@ -216,6 +218,19 @@ static int write_rows(FILE *f, void *ctx)
 	return ferror(f) ? AP_EFAIL : AP_OK;
 }
 
+static int write_losses(FILE *f, void *ctx)
+{
+	const struct run_out *r = ctx;
+
+	fputs("step,loss\n", f);
+	for (int s = 0; s < r->warmup + r->steps; s++) {
+		fprintf(f, "%d", s);
+		put_num(f, r->loss[s]);
+		putc('\n', f);
+	}
+	return ferror(f) ? AP_EFAIL : AP_OK;
+}
+
 static int check_existing(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -247,6 +262,7 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 		free(loss);
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
+	r->loss = loss;
 	st = exec_create(&e, &in->g, &in->pl, be, t, o);
 	for (int s = 0; s < n && !st; s++) {
 		double t0;
@@ -278,16 +294,15 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 		st = check(in, e, t, be, o, n, loss, &r->check);
 	exec_free(e);
 	free(ms);
-	free(loss);
 	return st;
 }
 
 static int run(int argc, char **argv)
 {
-	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL;
+	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL, *loss_out = NULL;
 	long long steps = 20, pool = 4;
 	uint64_t warmup = 3, seed = 1;
-	int do_check = 0, npos, st;
+	int do_check = 0, naive = 0, npos, st;
 	const struct opt opts[] = {
 		{ NULL, "--steps", OPT_POS_INT, &steps },
 		{ NULL, "--warmup", OPT_SEED, &warmup },
@@ -296,6 +311,8 @@ static int run(int argc, char **argv)
 		{ NULL, "--lr", OPT_STR, &lr_s },
 		{ NULL, "--pool", OPT_POS_INT, &pool },
 		{ NULL, "--tolerance", OPT_STR, &tol_s },
+		{ NULL, "--naive", OPT_FLAG, &naive },
+		{ NULL, "--loss-csv", OPT_STR, &loss_out },
 		{ "-o", "--output", OPT_STR, &out },
 		{ NULL, "--inject-fault", OPT_STR, &fault_s },
 		{ 0 },
@@ -337,6 +354,7 @@ static int run(int argc, char **argv)
 	r.ranks = exec_ranks(&in.pl);
 	o.seed = seed;
 	o.pool = (int)pool;
+	o.naive = naive;
 	o.steps = r.warmup + r.steps;
 	if (!transport_mpi_in_job() && r.ranks > 1) {
 		st = launch_mpirun(r.ranks, argc, argv);
@@ -377,11 +395,14 @@ static int run(int argc, char **argv)
 
 			st = write_atomic(out, write_rows, &c);
 		}
+		if (loss_out && !st)
+			st = write_atomic(loss_out, write_losses, &r);
 	}
 	if (!st && do_check && !(r.check <= tol))
 		st = AP_EFAIL;
 	t.ops->release(&t);
 out:
+	free(r.loss);
 	plan_inputs_release(&in);
 	return st;
 }
@@ -390,7 +411,8 @@ const struct command cmd_run = {
 	.name = "run",
 	.summary = "execute a plan on CPU ranks and measure it",
 	.usage = "usage: autopar run PLAN.json [--steps N] [--warmup N] [--check] [--seed N]\n"
-		 "                  [--lr X] [--pool N] [--tolerance X] [-o RESULTS.csv]\n\n"
+		 "                  [--lr X] [--pool N] [--tolerance X] [--naive]\n"
+		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv]\n\n"
 		 "Trains the plan's model with one process per device of the plan (MPI\n"
 		 "ranks; started under mpirun when run outside an MPI job, which is also\n"
 		 "how a multi-node job is run: mpirun -hostfile H -np N autopar run ...).\n"
@@ -407,7 +429,10 @@ const struct command cmd_run = {
 		 "  --seed N            seed of data, labels and initial weights (default 1)\n"
 		 "  --lr X              learning rate of SGD with momentum 0.9 (default 0.02)\n"
 		 "  --pool N            distinct batches the steps cycle through (default 4)\n"
+		 "  --naive             asynchronous schedules without stashing or\n"
+		 "                      prediction: every task runs with the current weights\n"
 		 "  -o, --output FILE   append one row to a results CSV\n"
+		 "  --loss-csv FILE     write the loss of every step (step,loss)\n"
 		 "  --inject-fault RANK:STEP:kill|error\n"
 		 "                      make a rank fail, to test that the job ends\n",
 	.run = run,

@@ -58,7 +58,10 @@ static void print_summary(const struct plan_inputs *in, const struct sim_result 
 	fmt_bytes(a, sizeof a, (double)m->act);
 	printf("  memory       peak %s on device %d of %s (weights, gradients, %s state%s: %s; activations: %s)%s\n",
 	       peak, r->peak_dev, cap, sim_optimizer_name(opt),
-	       in->pl.sched == SCHED_1F1B_ASYNC ? ", stashed versions" : "", w, a,
+	       in->pl.sched == SCHED_1F1B_ASYNC	     ? ", stashed versions"
+	       : in->pl.sched == SCHED_ASYNC_PREDICT ? ", predicted weights"
+						     : "",
+	       w, a,
 	       r->mem_bytes > 0 && r->peak_mem_bytes > r->mem_bytes ? ": does not fit" : "");
 	fmt_bytes(intra, sizeof intra, (double)r->link_bytes[LINK_INTRA]);
 	fmt_bytes(inter, sizeof inter, (double)r->link_bytes[LINK_INTER]);

@@ -31,6 +31,7 @@ static const char *const sched_names[NSCHED_KINDS] = {
 	[SCHED_GPIPE] = "gpipe",
 	[SCHED_1F1B] = "1f1b",
 	[SCHED_1F1B_ASYNC] = "1f1b-async",
+	[SCHED_ASYNC_PREDICT] = "async-predict",
 };
 
 /* "seconds" and "seed" have fields of their own in struct plan. */

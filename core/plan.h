@@ -25,6 +25,8 @@ enum sched_kind {
 	SCHED_GPIPE,      /* fill-drain */
 	SCHED_1F1B,       /* synchronous 1F1B, PipeDream-Flush */
 	SCHED_1F1B_ASYNC, /* PipeDream's 1F1B with weight stashing */
+	SCHED_ASYNC_PREDICT, /* forward of one batch beside the backward of
+			      * another, no flush, predicted weights */
 	NSCHED_KINDS
 };
 
@@ -88,6 +90,14 @@ int64_t sched_key(enum sched_kind k, int64_t K, int64_t m, int64_t d, int64_t j,
 		  int bwd);
 void sched_sort(struct sched_item *items, int n);
 int sched_parse(const char *s, enum sched_kind *out);
+/* Whether k updates the weights after every micro-batch (no flush). */
+int sched_async(enum sched_kind k);
+/* The most weight updates a stage of depth d (of K depths) sees between a
+ * micro-batch's forward and the update with that micro-batch's gradient,
+ * over the m micro-batches of a step: its weight staleness, what
+ * PipeDream stashes versions for and async-predict extrapolates over; 0
+ * for the synchronous schedules. */
+int sched_staleness(enum sched_kind k, int K, int d, int m);
 
 void plan_init(struct plan *p);
 void plan_release(struct plan *p);

@@ -39,8 +39,10 @@
  * for gpipe, K - d for stage depth d under 1f1b); for 1f1b-async the
  * weight versions stashed for the micro-batches in flight (PipeDream
  * section 3.3: one version per in-flight micro-batch, the newest being the
- * live weights, so min(K - d, m) - 1 extra copies); and the largest
- * workspace of its shards.
+ * live weights, so min(K - d, m) - 1 extra copies); for async-predict
+ * (2(K - d) micro-batches in flight, sched.c) one predicted copy of the
+ * weights, whatever the staleness; and the largest workspace of its
+ * shards.
  *
  * Bubble: 1 - compute busy time / (devices used x iteration time), where
  * a device is used when it holds a shard and the busy time includes its
@@ -279,15 +281,6 @@ static int lookup_costs(struct sim *s, const struct plan *pl, struct cost_tally 
 	return AP_OK;
 }
 
-/* Micro-batches in flight on a stage of depth d: all of them under gpipe,
- * the warm-up plus one under 1F1B (sim_layout.c's keys). */
-static int in_flight(const struct plan *pl, int m, int K, int d)
-{
-	if (pl->sched == SCHED_GPIPE)
-		return m;
-	return K - d < m ? K - d : m;
-}
-
 /* Adds (sign 1) or takes away (-1) the weights and stashed versions of
  * op i's shards a..b-1 and counts them on their devices: integer sums,
  * so a change can be applied to the totals of the last run. */
@@ -295,9 +288,11 @@ static void op_memory(struct sim *s, const struct plan *pl, int i, int a, int b,
 {
 	struct sim_work *w = s->w;
 	int sidx = w->stage_pos[pl->ops[i].stage];
-	int64_t stash = pl->sched == SCHED_1F1B_ASYNC
-				? in_flight(pl, w->m, w->depth_max + 1, w->stage_depth[sidx]) - 1
-				: 0;
+	int stale = sched_staleness(pl->sched, w->depth_max + 1, w->stage_depth[sidx], w->m);
+	/* PipeDream stashes a version per update the stage sees while a
+	 * micro-batch is in flight; async-predict keeps one predicted
+	 * copy, whatever the distance. */
+	int64_t stash = pl->sched == SCHED_ASYNC_PREDICT ? stale > 0 : stale;
 
 	for (int gs = a; gs < b; gs++) {
 		struct sim_mem *m = &w->mem[w->shard_dev[gs]];
@@ -379,7 +374,11 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 			r->peak_dev = d;
 		}
 	}
-	r->iter_s = pl->sched == SCHED_1F1B_ASYNC ? busiest_res : r->makespan_s;
+	/* Without a flush an iteration is the steady state's: the busiest
+	 * resource.  Under async-predict a device's two streams share its
+	 * compute (both kernels compete for the same cores), so its busy
+	 * time is forward plus backward either way. */
+	r->iter_s = sched_async(pl->sched) ? busiest_res : r->makespan_s;
 	r->samples_per_s = r->iter_s > 0 ? (double)s->g->batch / r->iter_s : 0;
 	r->bubble = r->iter_s > 0 && r->ndev_used > 0
 			    ? 1 - r->compute_busy_s / (r->ndev_used * r->iter_s)

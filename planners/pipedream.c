@@ -71,6 +71,19 @@
  * every replication factor divides; PipeDream's 1F1B with weight stashing
  * (`1f1b-async`) or PipeDream-Flush (`1f1b-flush`).  A plan of one stage
  * is data parallelism, which PipeDream runs synchronously: it is flushed.
+ *
+ * `schedule=async-predict` plans for that schedule (core/sched.c): every
+ * stage runs a forward beside a backward, so its period is its forward
+ * plus backward time, the C the DP already balances; the schedule keeps
+ * no replicas apart (implies `straight`), and its memory term keeps one
+ * predicted copy of the weights instead of the k stashed versions; the
+ * activation term stays the reference's (k x the range's activations).
+ * The schedule holds 2k micro-batches in flight where 1F1B holds k, but
+ * the term counts whole-batch activations per version, already above
+ * what k micro-batches hold; doubling it excluded plans whose simulated
+ * peak fits by a wide margin (resnet50 on pipedream-a: 4x slower).  The
+ * simulated peak memory of the emitted plan is checked as for every
+ * schedule (choose_microbatches()).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -103,6 +116,7 @@ struct pd_stage {
 struct pd {
 	const struct planner_input *in;
 	int straight, fewer, paper, memory, max_units;
+	int predict; /* schedule=async-predict */
 	double ratio; /* activation compression; 0: transfers not charged */
 	double mem; /* bytes of one device */
 	double deadline; /* of the search, now_s() */
@@ -343,6 +357,9 @@ static int admissible(const struct pd *pd, int l, int a, int b, int r)
 static int fits(const struct pd *pd, int l, int a, int b, int k)
 {
 	double w = pd->cw[b] - pd->cw[a], need = k * (pd->ca[b] - pd->ca[a] + w);
+
+	if (pd->predict)
+		need = k * (pd->ca[b] - pd->ca[a]) + w;
 
 	if (l == 0)
 		need += 3 * w;
@@ -674,7 +691,8 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 	int top, base = 0, rc;
 	double est;
 
-	pd.straight = planner_flag(in, "straight");
+	pd.predict = !strcmp(sched, "async-predict");
+	pd.straight = planner_flag(in, "straight") || pd.predict;
 	pd.fewer = planner_flag(in, "fewer");
 	pd.paper = !strcmp(planner_opt(in, "cost"), "paper");
 	pd.memory = !strcmp(planner_opt(in, "memory"), "on");
@@ -721,7 +739,9 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 	/* one stage is data parallelism, which PipeDream runs synchronously */
 	if (!rc)
 		rc = choose_microbatches(&pd, !strcmp(sched, "1f1b-flush") || pd.nst == 1
-						      ? SCHED_1F1B : SCHED_1F1B_ASYNC, out);
+						      ? SCHED_1F1B
+						      : pd.predict ? SCHED_ASYNC_PREDICT : SCHED_1F1B_ASYNC,
+					 out);
 	if (!rc)
 		rc = plan_set_stat(out, "planner_est_ms", 1e3 * est);
 	if (!rc)
@@ -743,8 +763,8 @@ const struct planner planner_pipedream = {
 	.options = (const struct planner_option[]){
 		{ "straight", POPT_FLAG, NULL, NULL, "no replication: one device per stage" },
 		{ "fewer", POPT_FLAG, NULL, NULL, "a range may use fewer devices than it is given" },
-		{ "schedule", POPT_CHOICE, "1f1b-async", "1f1b-async|1f1b-flush",
-		  "PipeDream's weight stashing, or PipeDream-Flush" },
+		{ "schedule", POPT_CHOICE, "1f1b-async", "1f1b-async|1f1b-flush|async-predict",
+		  "PipeDream's weight stashing, PipeDream-Flush, or concurrent forward and backward with weight prediction (implies straight)" },
 		{ "cost", POPT_CHOICE, "code", "code|paper",
 		  "cost terms of the reference optimizer, or of the paper's recurrence" },
 		{ "compression", POPT_REAL, "1", NULL,

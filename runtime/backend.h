@@ -74,6 +74,10 @@ struct backend {
 		     float *c, int ldc);
 	/* SGD with momentum, as PyTorch: v = mu v + g; w -= lr v */
 	void (*sgd)(float *w, float *v, const float *g, int64_t n, float lr, float mu);
+	/* Weight prediction: out = w - step v, with step = lr x the updates
+	 * still to come and v the momentum sgd keeps: where k more updates
+	 * take w while v stays as it is (async-predict, exec.h). */
+	void (*predict)(float *out, const float *w, const float *v, int64_t n, float step);
 	void *(*alloc)(size_t bytes);   /* zeroed */
 	void (*release)(void *p);
 	/* readies the backend in this process (called by every rank) */

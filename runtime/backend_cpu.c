@@ -38,6 +38,12 @@ static void cpu_sgd(float *restrict w, float *restrict v, const float *restrict 
 	}
 }
 
+static void cpu_predict(float *out, const float *w, const float *v, int64_t n, float step)
+{
+	for (int64_t i = 0; i < n; i++)
+		out[i] = w[i] - step * v[i];
+}
+
 static void *cpu_alloc(size_t bytes)
 {
 	return calloc(bytes ? bytes : 1, 1);
@@ -84,6 +90,7 @@ const struct backend backend_cpu = {
 	},
 	.gemm = cpu_gemm,
 	.sgd = cpu_sgd,
+	.predict = cpu_predict,
 	.alloc = cpu_alloc,
 	.release = free,
 	.init = cpu_init,

@@ -11,7 +11,7 @@
 int check_reference_plan(const struct graph *g, const struct plan *p, struct plan *ref)
 {
 	static const int dev0 = 0;
-	int async = p->sched == SCHED_1F1B_ASYNC, st;
+	int async = sched_async(p->sched), st;
 
 	st = plan_alloc(ref, g, async ? p->nstages : 1);
 	for (int k = 0; k < ref->nstages && !st; k++) {

@@ -130,8 +130,14 @@ static int forward(struct exec *e, struct rshard *s, int j)
 		for (int64_t i = 0; i < n; i++)
 			s->dout[j][i] = seed;
 		fill_kbufs(e, s, j, &b);
-		if (e->async && s->nparams)
+		if (exec_stashes(e) && s->nparams)
 			memcpy(s->stash[j], s->w, (size_t)s->nparams * sizeof(float));
+		if (s->pred && e->pred_k > 0) {
+			/* the version this micro-batch's update will find */
+			e->be->predict(s->pred, s->w, s->mom, s->nparams,
+				       e->o.lr * (float)e->pred_k);
+			b.w = s->pred;
+		}
 		for (int kk = 0; kk < s->kern.nin; kk++)
 			if (gather(e, s, kk, j, &b.in[kk]))
 				return AP_EFAIL;
@@ -236,10 +242,27 @@ static int backward(struct exec *e, struct rshard *s, int j)
 	return AP_OK;
 }
 
+/* The updates a stage applies between the forward of micro-batch J of
+ * the stream and J's own: the backwards of earlier micro-batches keyed at
+ * or after that forward (a forward runs first at equal keys, so it does
+ * not see them; sched_staleness() is the worst of these over a step). */
+static int updates_ahead(const struct exec *e, const struct sched_item *x)
+{
+	int64_t last = e->o.steps * e->m, d = e->depth[x->stage];
+	int k = 0;
+
+	for (int64_t J = x->mb - 1;
+	     J >= 0 && sched_key(e->p->sched, e->K, last, d, J, 1) >= x->key; J--)
+		k++;
+	return k;
+}
+
 /* Runs the tasks of item x of this rank, on slot j. */
 static int run_item(struct exec *e, const struct sched_item *x, int j)
 {
 	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
+
+	e->pred_k = !x->bwd && exec_predicts(e) ? updates_ahead(e, x) : 0;
 
 	for (int q = 0; q < z - a; q++) {
 		int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];
@@ -258,18 +281,24 @@ static int run_item(struct exec *e, const struct sched_item *x, int j)
 	return AP_OK;
 }
 
-/* Asynchronous 1F1B's slice of the stream for step `step`: the items
- * whose keys fall in [2 step m, 2 (step + 1) m), where each stage runs m
- * forwards and m backwards in steady state; the first step starts at the
- * beginning, the last one drains the pipeline.  Items of micro-batches
- * past the run's last step are left out. */
+/* An asynchronous schedule's slice of the stream for step `step`: the
+ * items whose keys fall in [r step m, r (step + 1) m) + o, where each
+ * stage runs m forwards and m backwards in steady state, a micro-batch
+ * every r key slots (1F1B alternates a forward slot and a backward slot,
+ * r = 2; async-predict runs one of each in a slot, r = 1, and o = K - 1
+ * makes the last stage's forwards, the losses, of the step's own m
+ * micro-batches fall in it); the first step starts at the beginning, the
+ * last one drains the pipeline.  Items of micro-batches past the run's
+ * last step are left out. */
 static int async_slice(struct exec *e, int64_t step)
 {
 	int64_t m = e->m, last = e->o.steps * m, K = e->K;
-	int64_t lo = step == 0 ? INT64_MIN : 2 * step * m;
-	int64_t hi = step >= e->o.steps - 1 ? INT64_MAX : 2 * (step + 1) * m;
-	int64_t jlo = step * m - K - 2, jhi = step >= e->o.steps - 1 ? last
-					     : ((step + 1) * m > K ? (step + 1) * m : K) + 2;
+	int predict = e->p->sched == SCHED_ASYNC_PREDICT;
+	int64_t r = predict ? 1 : 2, o = predict ? K - 1 : 0;
+	int64_t lo = step == 0 ? INT64_MIN : r * step * m + o;
+	int64_t hi = step >= e->o.steps - 1 ? INT64_MAX : r * (step + 1) * m + o;
+	int64_t jlo = step * m - 2 * K - 2, jhi = step >= e->o.steps - 1 ? last
+									 : (step + 1) * m + K + 2;
 	int n = 0;
 
 	jlo = jlo < 0 ? 0 : jlo;
@@ -277,7 +306,7 @@ static int async_slice(struct exec *e, int64_t step)
 	for (int st = 0; st < e->p->nstages; st++)
 		for (int64_t J = jlo; J < jhi; J++)
 			for (int bwd = 0; bwd < 2; bwd++) {
-				int64_t key = sched_key(SCHED_1F1B_ASYNC, K, last, e->depth[st], J, bwd);
+				int64_t key = sched_key(e->p->sched, K, last, e->depth[st], J, bwd);
 
 				if (key < lo || key >= hi)
 					continue;
@@ -394,10 +423,10 @@ int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
 	e->o = *o;
 	if (e->o.pool < 1)
 		e->o.pool = 1;
-	if (p->sched == SCHED_1F1B_ASYNC && o->steps < 1) {
+	if (sched_async(p->sched) && o->steps < 1) {
 		free(e);
 		return ap_err(AP_EFAIL, NULL, 0,
-			      "asynchronous 1F1B needs the number of steps of the run");
+			      "an asynchronous schedule needs the number of steps of the run");
 	}
 	if (exec_ranks(p) > t->size) {
 		free(e);

@@ -15,8 +15,23 @@
  * device does.  PipeDream's asynchronous 1F1B updates each op's weights
  * after every micro-batch's backward and keeps (stashes) the version a
  * micro-batch's forward used for its backward (Narayanan et al., SOSP
- * 2019, section 3.3); a step here runs its m micro-batches in 1F1B order
- * and drains the pipeline at its end.
+ * 2019, section 3.3).  Both asynchronous schedules stream micro-batches
+ * across steps: step t runs the items of the stream whose keys fall in
+ * its share (exec.c async_slice()), and only the last step drains.
+ *
+ * async-predict (core/sched.c) updates after every micro-batch as well,
+ * but keeps no versions: a micro-batch's forward runs with the weights
+ * extrapolated to the version its gradient will be applied to,
+ * w - lr k v (v the momentum, k the updates the stage applies between the
+ * forward and that gradient, counted from the schedule's keys: 2(K - d) - 1
+ * on a stage of depth d once the pipeline has filled), computed into one
+ * buffer per shard.  Its backward needs no prediction: by then exactly
+ * those k updates have been applied, so the current weights are the
+ * version the forward predicted.  This is SpecTrain's scheme (Chen et
+ * al., 2018): one prediction buffer per shard instead of a version per
+ * micro-batch in flight.  A CPU rank runs a slot's forward and backward
+ * one after the other, in the schedule's order, which is what the two
+ * concurrent streams compute.
  */
 #ifndef AUTOPAR_EXEC_H
 #define AUTOPAR_EXEC_H
@@ -34,6 +49,11 @@ struct exec_opts {
 			  * stream of micro-batches ends */
 	int pool;        /* distinct batches the steps cycle through */
 	float lr, momentum;
+	/* Asynchronous schedules without their remedy for staleness: no
+	 * stashed versions under 1f1b-async, no prediction under
+	 * async-predict; every task runs with the weights current when it
+	 * starts (the naive baseline of PipeDream's section 3.3). */
+	int naive;
 };
 
 struct exec;

@@ -49,6 +49,7 @@ struct rshard {
 	int64_t nparams;
 	float *w, *dw, *mom;
 	float **stash;                /* [nbuf]: the weights a micro-batch runs with */
+	float *pred;                  /* async-predict: the predicted weights */
 	int gid;                      /* replica group, -1 alone */
 	float **out, **dout, **ws;    /* [nbuf], by micro-batch slot */
 	float **in;                   /* [nbuf * nin] gathered inputs */
@@ -65,7 +66,8 @@ struct exec {
 	struct exec_opts o;
 	int m;
 	int64_t mb_n;
-	int async;                    /* PipeDream's asynchronous 1F1B */
+	int async;                    /* a stream of micro-batches, an
+				       * update after each (sched_async) */
 	int nbuf;                     /* micro-batch slots: m, or for async
 				       * enough for those in flight */
 	int K;                        /* stage depths */
@@ -73,6 +75,7 @@ struct exec {
 	int64_t step;                 /* the data of the task being run: */
 	int mbj;                      /* step and micro-batch */
 	double loss_acc;              /* loss forwards of the current step */
+	int pred_k;                   /* async-predict: updates to predict */
 	double loss_scale;            /* 1 / loss positions in the batch */
 	int *mine;                    /* per op: index in sh, or -1 */
 	struct rshard *sh;
@@ -88,6 +91,18 @@ struct exec {
 	int *stage_ops_ofs, *stage_ops; /* ops of each stage index, graph order */
 	struct data data;
 };
+
+/* Whether e keeps a weight version per micro-batch (PipeDream's
+ * stashing) or predicts the weights. */
+static inline int exec_stashes(const struct exec *e)
+{
+	return e->p->sched == SCHED_1F1B_ASYNC && !e->o.naive;
+}
+
+static inline int exec_predicts(const struct exec *e)
+{
+	return e->p->sched == SCHED_ASYNC_PREDICT && !e->o.naive;
+}
 
 /* exec_layout.c */
 int exec_layout(struct exec *e);

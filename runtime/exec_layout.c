@@ -351,8 +351,10 @@ static int params_setup(struct exec *e, struct rshard *s)
 	params_init(e->g, s->op, e->o.seed, full);
 	params_slice(e->g, s->op, s->reg.lo[DIM_C], cn, full, s->w, 0);
 	e->be->release(full);
+	if (exec_predicts(e) && !(s->pred = falloc(e, s->nparams)))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int j = 0; j < e->nbuf; j++) {
-		if (!e->async)
+		if (!exec_stashes(e))
 			s->stash[j] = s->w;
 		else if (!(s->stash[j] = falloc(e, s->nparams)))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
@@ -488,7 +490,8 @@ static int order_setup(struct exec *e)
 	for (int k = 0; k < n; k++)
 		e->K = depth[k] + 1 > e->K ? depth[k] + 1 : e->K;
 	/* async: a stage has at most K micro-batches in flight (1F1B's
-	 * warm-up plus one), and a step's slice touches m + 2K of them */
+	 * warm-up plus one; async-predict 2K), and a step's slice touches
+	 * m + 3K of them */
 	e->cap_slice = 2 * n * (e->m + 2 * e->K + 8);
 	if (e->async && !NEW(e, e->slice, e->cap_slice)) {
 		free(pos);
@@ -543,15 +546,17 @@ int exec_layout(struct exec *e)
 {
 	const struct graph *g = e->g;
 	const struct plan *p = e->p;
-	int me = e->t->rank, st;
+	int me = e->t->rank, st, inflight;
 
 	e->m = p->microbatches;
 	e->mb_n = g->batch / e->m;
-	e->async = p->sched == SCHED_1F1B_ASYNC;
+	e->async = sched_async(p->sched);
 	st = order_setup(e);
 	if (st)
 		return st;
-	e->nbuf = e->async && e->K > e->m ? e->K : e->m;
+	/* in flight on a stage of depth 0: 1F1B's K, async-predict's 2K */
+	inflight = p->sched == SCHED_ASYNC_PREDICT ? 2 * e->K : e->K;
+	e->nbuf = e->async && inflight > e->m ? inflight : e->m;
 	if (!NEW(e, e->mine, g->nops))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int i = 0; i < g->nops; i++) {
@@ -614,7 +619,7 @@ void exec_layout_release(struct exec *e)
 		free_list(e, s->ws, e->nbuf);
 		free_list(e, s->in, e->nbuf * nin);
 		free_list(e, s->cache, s->cache ? e->o.pool * e->m : 0);
-		if (s->stash && e->async && s->w)
+		if (s->stash && exec_stashes(e) && s->w)
 			free_list(e, s->stash, e->nbuf);
 		else
 			e->be->release(s->stash);
@@ -625,6 +630,7 @@ void exec_layout_release(struct exec *e)
 		e->be->release(s->w);
 		e->be->release(s->dw);
 		e->be->release(s->mom);
+		e->be->release(s->pred);
 		free(s->sends);
 	}
 	for (int x = 0; x < e->nxf; x++) {

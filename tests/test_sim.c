@@ -229,7 +229,7 @@ static void test_dp_ring(void **state)
 		run(NULL, &r);
 		ar = 2.0 * 3 / 4 * B / cl.intra.bw_bytes_per_s + 2.0 * 3 * cl.intra.latency_s;
 		upd = 5 * B / prof.dev.mem_bw_bytes_per_s;
-		if (sched == SCHED_1F1B_ASYNC)
+		if (sched_async((enum sched_kind)sched))
 			/* the busiest resource: a device, or a ring link */
 			near(r.iter_s, fmax(2 * 37 * US + upd, ar));
 		else
@@ -359,6 +359,10 @@ static void test_pipeline_uniform(void **state)
 		chain_plan(m, SCHED_1F1B_ASYNC, tf, tb);
 		run(NULL, &r);
 		near(r.iter_s, m * (tf + tb) * US);
+		/* the two streams share a device: a stage's period is f + b */
+		chain_plan(m, SCHED_ASYNC_PREDICT, tf, tb);
+		run(NULL, &r);
+		near(r.iter_s, m * (tf + tb) * US);
 		/* forward of a micro-batch through all stages then back */
 		near(r.critical_path_s, 4 * (tf + tb) * US);
 	}
@@ -393,7 +397,7 @@ static void test_stage_dag(void **state)
 		put_costs((const double[]){ 0, tf, tf, tf, tf, 0 },
 			  (const double[]){ 0, tb, tb, tb, tb, 0 });
 		run(NULL, &r);
-		if (sched == SCHED_1F1B_ASYNC)
+		if (sched_async((enum sched_kind)sched))
 			near(r.iter_s, 4 * (tf + tb) * US);
 		else
 			near(r.iter_s, (4 + 3 - 1) * (tf + tb) * US);
@@ -617,8 +621,11 @@ static void test_memory_stash(void **state)
 		run(NULL, &r);
 		for (int d = 0; d < 3; d++) {
 			assert_int_equal(r.mem[d].weights, w);
+			/* async-predict: one predicted copy per stage */
 			assert_int_equal(r.mem[d].stash,
-					 sched == SCHED_1F1B_ASYNC ? (2 - d) * w : 0);
+					 sched == SCHED_1F1B_ASYNC	  ? (2 - d) * w
+					 : sched == SCHED_ASYNC_PREDICT ? w
+									: 0);
 			assert_int_equal(r.mem[d].peak,
 					 r.mem[d].weights + r.mem[d].grads +
 						 r.mem[d].opt_state + r.mem[d].stash +
