@@ -132,6 +132,7 @@ bench: all
 	bench/pipedream-search
 	bench/ilp-sizes
 	bench/graphpipe-compare
+	bench/predict-sim
 	bench/run-small
 	@$(MAKE) --no-print-directory figures
 
