@@ -10,41 +10,22 @@
 #include "testutil.h"
 
 #include <stdarg.h>
-#include <sys/wait.h>
 
 #include "model_io.h"
 #include "plan.h"
-
-static inline const char *rt_bin(void)
-{
-	const char *b = getenv("AUTOPAR_BIN");
-
-	return b && *b ? b : "bin/autopar";
-}
 
 /* Runs `autopar ARGS` (printf-style) with stdout and stderr into out
  * (len bytes); returns the exit status (128 + signal when killed). */
 __attribute__((format(printf, 3, 4)))
 static inline int rt_run(char *out, size_t len, const char *fmt, ...)
 {
-	char args[2048], cmd[4096], path[600];
+	char args[2048];
 	va_list ap;
-	size_t n;
-	FILE *f;
-	int st;
 
 	va_start(ap, fmt);
 	vsnprintf(args, sizeof args, fmt, ap);
 	va_end(ap);
-	snprintf(path, sizeof path, "%s/run.out", tmp_dir());
-	snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>&1", rt_bin(), args, path);
-	st = system(cmd);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	fclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return test_autopar(args, 1, out, len);
 }
 
 /* The check line's relative difference, or -1 when there is none. */

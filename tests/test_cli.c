@@ -8,24 +8,13 @@
  */
 #include "testutil.h"
 
-#include <sys/wait.h>
-
-static const char *bin(void)
-{
-	const char *b = getenv("AUTOPAR_BIN");
-
-	return b && *b ? b : "bin/autopar";
-}
-
 /* Runs `autopar ARGS` (%D in args = the temporary dir); returns the exit
  * status and the stderr text. */
 static int run(const char *args, char *err, size_t len)
 {
-	char cmd[4096], a[2048], errpath[600];
+	char a[2048];
 	const char *d = tmp_dir();
 	size_t n = 0;
-	FILE *f;
-	int st;
 
 	for (const char *s = args; *s && n + 300 < sizeof a; s++) {
 		if (s[0] == '%' && s[1] == 'D')
@@ -34,15 +23,7 @@ static int run(const char *args, char *err, size_t len)
 			a[n++] = *s;
 	}
 	a[n] = 0;
-	snprintf(errpath, sizeof errpath, "%s/stderr", d);
-	snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", bin(), a, errpath);
-	st = system(cmd);
-	f = fopen(errpath, "r");
-	assert_non_null(f);
-	n = fread(err, 1, len - 1, f);
-	err[n] = 0;
-	fclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return test_autopar(a, 0, err, len);
 }
 
 #define HDR "model t\nbatch 4\n"

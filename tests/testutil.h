@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <math.h>
 
@@ -47,6 +48,38 @@ static inline const char *tmp_write(const char *name, const char *text)
 	fputs(text, f);
 	fclose(f);
 	return p;
+}
+
+/* The binary under test: AUTOPAR_BIN, else bin/autopar. */
+static inline const char *test_bin(void)
+{
+	const char *b = getenv("AUTOPAR_BIN");
+
+	return b && *b ? b : "bin/autopar";
+}
+
+/* Runs `autopar ARGS` with its stderr (and its stdout too when both, else
+ * /dev/null) captured into out (len bytes); returns the exit status (128 +
+ * signal when killed). */
+static inline int test_autopar(const char *args, int both, char *out, size_t len)
+{
+	char cmd[4096], path[600];
+	size_t n;
+	FILE *f;
+	int st;
+
+	snprintf(path, sizeof path, "%s/autopar.out", tmp_dir());
+	if (both)
+		snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>&1", test_bin(), args, path);
+	else
+		snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", test_bin(), args, path);
+	st = system(cmd);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	fclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 #endif
