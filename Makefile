@@ -12,9 +12,9 @@ SAN      ?=
 
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wvla -Wshadow
 OPT      ?= -O2 -g
-CFLAGS   := $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -MMD -MP -Icore -Iplanners -Iruntime -Ibench
+CFLAGS   := $(OPT) -std=c11 -D_GNU_SOURCE -pthread $(WARN) -MMD -MP -Icore -Iplanners -Iruntime -Ibench
 CFLAGS   += -DAUTOPAR_DATADIR='"$(PREFIX)/share/autopar"'
-LDLIBS   := -lglpk -ljansson -lcsv -lm
+LDLIBS   := -lglpk -ljansson -lcsv -lm -pthread
 # The CPU runtime: OpenBLAS GEMM and Open MPI transport.
 RT_PKGS  := openblas ompi-c
 CFLAGS   += $(shell pkg-config --cflags $(RT_PKGS))

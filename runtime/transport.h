@@ -46,6 +46,7 @@ struct transport_ops {
 struct transport {
 	const struct transport_ops *ops;
 	int rank, size;
+	int threads;    /* two threads may call the ops at once */
 	void *state;
 };
 

@@ -10,6 +10,8 @@
 #include "transport.h"
 
 #include <mpi.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@ struct mpi_state {
 	int nreq, cap_req;
 	int *free_id;          /* ids completed by wait_one, for reuse */
 	int nfree;
+	pthread_mutex_t lock;  /* guards req, nreq, free_id, nfree */
 };
 
 #define MPI_CHECK(call)                                                        \
@@ -37,6 +40,18 @@ struct mpi_state {
 				      #call, msg_);                            \
 		}                                                              \
 	} while (0)
+
+/* MPI_CHECK for a code obtained under the lock. */
+static int mpi_status(int rc, const char *call)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	if (rc == MPI_SUCCESS)
+		return 0;
+	MPI_Error_string(rc, msg, &len);
+	return ap_err(AP_EFAIL, __FILE__, __LINE__, "%s: %s", call, msg);
+}
 
 static MPI_Request *new_req(struct mpi_state *s, int *id)
 {
@@ -84,10 +99,17 @@ static int mpi_isend(struct transport *t, const float *buf, int64_t n, int dst, 
 	MPI_Request *r;
 	int cnt = 0;
 
-	if (start(t, n, &r, &cnt, id))
+	struct mpi_state *s = t->state;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	if (start(t, n, &r, &cnt, id)) {
+		pthread_mutex_unlock(&s->lock);
 		return AP_EFAIL;
-	MPI_CHECK(MPI_Isend(buf, cnt, MPI_FLOAT, dst, tag, MPI_COMM_WORLD, r));
-	return 0;
+	}
+	rc = MPI_Isend(buf, cnt, MPI_FLOAT, dst, tag, MPI_COMM_WORLD, r);
+	pthread_mutex_unlock(&s->lock);
+	return mpi_status(rc, "MPI_Isend");
 }
 
 static int mpi_recv(struct transport *t, float *buf, int64_t n, int src, int tag)
@@ -126,21 +148,36 @@ static int mpi_iallreduce(struct transport *t, int gid, float *buf, int64_t n, i
 	MPI_Request *r;
 	int cnt = 0;
 
-	if (start(t, n, &r, &cnt, id))
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	if (start(t, n, &r, &cnt, id)) {
+		pthread_mutex_unlock(&s->lock);
 		return AP_EFAIL;
-	MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, cnt, MPI_FLOAT, MPI_SUM, s->comm[gid], r));
-	return 0;
+	}
+	rc = MPI_Iallreduce(MPI_IN_PLACE, buf, cnt, MPI_FLOAT, MPI_SUM, s->comm[gid], r);
+	pthread_mutex_unlock(&s->lock);
+	return mpi_status(rc, "MPI_Iallreduce");
 }
 
 static int mpi_wait_one(struct transport *t, int id)
 {
 	struct mpi_state *s = t->state;
+	int done = 0, rc;
 
-	MPI_CHECK(MPI_Wait(&s->req[id], MPI_STATUS_IGNORE));
-	s->free_id[s->nfree++] = id;
-	return 0;
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		rc = MPI_Test(&s->req[id], &done, MPI_STATUS_IGNORE);
+		if (rc == MPI_SUCCESS && done)
+			s->free_id[s->nfree++] = id;
+		pthread_mutex_unlock(&s->lock);
+		if (rc != MPI_SUCCESS || done)
+			return mpi_status(rc, "MPI_Test");
+		sched_yield();
+	}
 }
 
+/* Called by one thread when no other is running tasks. */
 static int mpi_wait(struct transport *t)
 {
 	struct mpi_state *s = t->state;
@@ -154,11 +191,13 @@ static int mpi_wait(struct transport *t)
 static int mpi_progress(struct transport *t)
 {
 	struct mpi_state *s = t->state;
-	int done = 0;
+	int done = 0, rc = MPI_SUCCESS;
 
+	pthread_mutex_lock(&s->lock);
 	if (s->nreq)
-		MPI_CHECK(MPI_Testall(s->nreq, s->req, &done, MPI_STATUSES_IGNORE));
-	return 0;
+		rc = MPI_Testall(s->nreq, s->req, &done, MPI_STATUSES_IGNORE);
+	pthread_mutex_unlock(&s->lock);
+	return mpi_status(rc, "MPI_Testall");
 }
 
 static int mpi_sum(struct transport *t, double *v, int n)
@@ -201,6 +240,7 @@ static void mpi_release(struct transport *t)
 	free(s->comm);
 	free(s->req);
 	free(s->free_id);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 	t->state = NULL;
 	MPI_Finalize();
@@ -240,14 +280,19 @@ int transport_mpi_in_job(void)
 
 int transport_mpi_init(struct transport *t, int *argc, char ***argv)
 {
-	int inited = 0;
+	struct mpi_state *s = calloc(1, sizeof *s);
+	int inited = 0, level = MPI_THREAD_SINGLE;
 
-	t->state = calloc(1, sizeof(struct mpi_state));
-	if (!t->state)
+	if (!s)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	t->state = s;
+	pthread_mutex_init(&s->lock, NULL);
 	MPI_CHECK(MPI_Initialized(&inited));
 	if (!inited)
-		MPI_CHECK(MPI_Init(argc, argv));
+		MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &level));
+	else
+		MPI_CHECK(MPI_Query_thread(&level));
+	t->threads = level == MPI_THREAD_MULTIPLE;
 	/* errors come back as codes, so MPI_CHECK can name the call */
 	MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
 	MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &t->rank));

@@ -86,5 +86,6 @@ void transport_self_init(struct transport *t)
 	t->ops = &self_ops;
 	t->rank = 0;
 	t->size = 1;
+	t->threads = 1; /* nothing shared */
 	t->state = NULL;
 }

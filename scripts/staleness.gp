@@ -9,7 +9,8 @@ set datafile separator ','
 set multiplot layout 2,3 title 'Training loss: synchronous, weight stashing, weight prediction, naive asynchronous'
 set grid
 set xlabel 'step'
-set ylabel 'loss'
+set ylabel 'loss (log scale)'
+set logscale y
 set key top right
 models = 'mlp cnn_small transformer_tiny'
 variants = 'sync flush stash predict naive'
