@@ -47,6 +47,7 @@
 struct run_out {
 	int steps, warmup, ranks;
 	double pred_ms, med_ms, p10_ms, p90_ms, loss_first, loss_last, check;
+	double pairs;  /* forward/backward pairs run on two threads, all ranks */
 	double *loss; /* [warmup + steps] */
 };
 
@@ -289,6 +290,8 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 		r->p90_ms = percentile(ms + r->warmup, r->steps, 0.9);
 		r->loss_first = loss[0];
 		r->loss_last = loss[n - 1];
+		r->pairs = (double)exec_pairs(e);
+		st = t->ops->sum(t, &r->pairs, 1);
 	}
 	if (!st && do_check)
 		st = check(in, e, t, be, o, n, loss, &r->check);
@@ -302,7 +305,7 @@ static int run(int argc, char **argv)
 	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL, *loss_out = NULL;
 	long long steps = 20, pool = 4;
 	uint64_t warmup = 3, seed = 1;
-	int do_check = 0, naive = 0, npos, st;
+	int do_check = 0, naive = 0, serial = 0, npos, st;
 	const struct opt opts[] = {
 		{ NULL, "--steps", OPT_POS_INT, &steps },
 		{ NULL, "--warmup", OPT_SEED, &warmup },
@@ -312,6 +315,7 @@ static int run(int argc, char **argv)
 		{ NULL, "--pool", OPT_POS_INT, &pool },
 		{ NULL, "--tolerance", OPT_STR, &tol_s },
 		{ NULL, "--naive", OPT_FLAG, &naive },
+		{ NULL, "--serial", OPT_FLAG, &serial },
 		{ NULL, "--loss-csv", OPT_STR, &loss_out },
 		{ "-o", "--output", OPT_STR, &out },
 		{ NULL, "--inject-fault", OPT_STR, &fault_s },
@@ -355,6 +359,7 @@ static int run(int argc, char **argv)
 	o.seed = seed;
 	o.pool = (int)pool;
 	o.naive = naive;
+	o.serial = serial;
 	o.steps = r.warmup + r.steps;
 	if (!transport_mpi_in_job() && r.ranks > 1) {
 		st = launch_mpirun(r.ranks, argc, argv);
@@ -384,6 +389,9 @@ static int run(int argc, char **argv)
 		printf("  iteration    %.3f ms median (p10 %.3f, p90 %.3f) over %d steps after %d warm-up; predicted %.3f ms\n",
 		       r.med_ms, r.p10_ms, r.p90_ms, r.steps, r.warmup, r.pred_ms);
 		printf("  throughput   %.1f samples/s\n", in.g.batch / (r.med_ms * 1e-3));
+		if (in.pl.sched == SCHED_ASYNC_PREDICT)
+			printf("  overlap      %.0f forward/backward pairs ran on two threads\n",
+			       r.pairs);
 		if (do_check && !(r.check <= tol)) {
 			ap_err(AP_EFAIL, in.path, 0,
 			       "check failed: relative difference %.3g above the tolerance %.3g",
@@ -411,7 +419,7 @@ const struct command cmd_run = {
 	.name = "run",
 	.summary = "execute a plan on CPU ranks and measure it",
 	.usage = "usage: autopar run PLAN.json [--steps N] [--warmup N] [--check] [--seed N]\n"
-		 "                  [--lr X] [--pool N] [--tolerance X] [--naive]\n"
+		 "                  [--lr X] [--pool N] [--tolerance X] [--naive] [--serial]\n"
 		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv]\n\n"
 		 "Trains the plan's model with one process per device of the plan (MPI\n"
 		 "ranks; started under mpirun when run outside an MPI job, which is also\n"
@@ -429,6 +437,8 @@ const struct command cmd_run = {
 		 "  --seed N            seed of data, labels and initial weights (default 1)\n"
 		 "  --lr X              learning rate of SGD with momentum 0.9 (default 0.02)\n"
 		 "  --pool N            distinct batches the steps cycle through (default 4)\n"
+		 "  --serial            async-predict: a stage's paired forward and\n"
+		 "                      backward one after the other, not on two threads\n"
 		 "  --naive             asynchronous schedules without stashing or\n"
 		 "                      prediction: every task runs with the current weights\n"
 		 "  -o, --output FILE   append one row to a results CSV\n"

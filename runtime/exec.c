@@ -12,6 +12,7 @@
  */
 #include "exec_impl.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,12 +133,8 @@ static int forward(struct exec *e, struct rshard *s, int j)
 		fill_kbufs(e, s, j, &b);
 		if (exec_stashes(e) && s->nparams)
 			memcpy(s->stash[j], s->w, (size_t)s->nparams * sizeof(float));
-		if (s->pred && e->pred_k > 0) {
-			/* the version this micro-batch's update will find */
-			e->be->predict(s->pred, s->w, s->mom, s->nparams,
-				       e->o.lr * (float)e->pred_k);
-			b.w = s->pred;
-		}
+		if (s->pred && e->pred_k > 0)
+			b.w = s->pred; /* predict_item() wrote it */
 		for (int kk = 0; kk < s->kern.nin; kk++)
 			if (gather(e, s, kk, j, &b.in[kk]))
 				return AP_EFAIL;
@@ -257,12 +254,36 @@ static int updates_ahead(const struct exec *e, const struct sched_item *x)
 	return k;
 }
 
-/* Runs the tasks of item x of this rank, on slot j. */
-static int run_item(struct exec *e, const struct sched_item *x, int j)
+/* Before the forward item x (async-predict): the weights of each of its
+ * shards on this rank extrapolated to the version its update will find,
+ * from the weights as they are before any backward of the same key. */
+static int pred_count(const struct exec *e, const struct sched_item *x)
+{
+	return !x->bwd && exec_predicts(e) ? updates_ahead(e, x) : 0;
+}
+
+static void predict_item(struct exec *e, const struct sched_item *x)
 {
 	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
 
-	e->pred_k = !x->bwd && exec_predicts(e) ? updates_ahead(e, x) : 0;
+	e->pred_k = pred_count(e, x);
+	if (e->pred_k <= 0)
+		return;
+	for (int q = a; q < z; q++) {
+		struct rshard *s = e->mine[e->stage_ops[q]] < 0 ? NULL
+							       : &e->sh[e->mine[e->stage_ops[q]]];
+
+		if (s && s->pred)
+			e->be->predict(s->pred, s->w, s->mom, s->nparams,
+				       e->o.lr * (float)e->pred_k);
+	}
+}
+
+/* Runs the tasks of item x of this rank, on slot j, once predict_item()
+ * has run for it. */
+static int run_tasks(struct exec *e, const struct sched_item *x, int j)
+{
+	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
 
 	for (int q = 0; q < z - a; q++) {
 		int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];
@@ -279,6 +300,94 @@ static int run_item(struct exec *e, const struct sched_item *x, int j)
 			return AP_EFAIL;
 	}
 	return AP_OK;
+}
+
+static int run_item(struct exec *e, const struct sched_item *x, int j)
+{
+	predict_item(e, x);
+	return run_tasks(e, x, j);
+}
+
+/* Selects the data of stream micro-batch J for the tasks e runs next. */
+static void set_stream_mb(struct exec *e, int64_t J)
+{
+	e->step = J / e->m;
+	e->mbj = (int)(J % e->m);
+}
+
+/*
+ * async-predict runs a stage's forward of one micro-batch and the
+ * backward of an earlier one at the same time: the items of one key
+ * [f0, f1) (forwards) and [b0, b1) (backwards) of this rank.  The forwards
+ * run on a second thread with a lane, a copy of the executor's per-task
+ * fields (data step, micro-batch, prediction count, loss sum); everything
+ * behind its pointers is shared, and the two sides touch disjoint parts of
+ * it: their own micro-batch slots, the forward or backward half of every
+ * transfer's staging and counters, the predicted weights (written before
+ * the threads start) against the current ones the backward updates.
+ * Items of one key depend only on items of smaller keys, so the two sides
+ * never wait for each other.
+ */
+struct lane {
+	struct exec e;
+	const struct sched_item *x;
+	int n, st;
+};
+
+static void *run_forwards(void *arg)
+{
+	struct lane *l = arg;
+
+	for (int i = 0; i < l->n && !l->st; i++) {
+		set_stream_mb(&l->e, l->x[i].mb);
+		l->e.pred_k = pred_count(&l->e, &l->x[i]);
+		l->st = run_tasks(&l->e, &l->x[i], (int)(l->x[i].mb % l->e.nbuf));
+	}
+	return NULL;
+}
+
+static int run_pair(struct exec *e, const struct sched_item *f, int nf,
+		    const struct sched_item *b, int nb)
+{
+	struct lane l = { .e = *e, .x = f, .n = nf };
+	pthread_t th;
+	int st = AP_OK;
+
+	for (int i = 0; i < nf; i++) {
+		set_stream_mb(e, f[i].mb);
+		predict_item(e, &f[i]);
+	}
+	if (pthread_create(&th, NULL, run_forwards, &l))
+		return ap_err(AP_EFAIL, NULL, 0, "cannot start the forward thread of rank %d",
+			      e->t->rank);
+	for (int i = 0; i < nb && !st; i++) {
+		set_stream_mb(e, b[i].mb);
+		st = run_tasks(e, &b[i], (int)(b[i].mb % e->nbuf));
+	}
+	pthread_join(th, NULL);
+	e->loss_acc = l.e.loss_acc;
+	e->npairs++;
+	return st ? st : l.st;
+}
+
+/* Whether this rank runs a task of items [x, x + n). */
+static int has_tasks(const struct exec *e, const struct sched_item *x, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int q = e->stage_ops_ofs[x[i].stage]; q < e->stage_ops_ofs[x[i].stage + 1]; q++)
+			if (e->mine[e->stage_ops[q]] >= 0)
+				return 1;
+	return 0;
+}
+
+/* Whether the nf forwards and nb backwards of one key at x run as a
+ * concurrent pair: async-predict with prediction (without it the forward
+ * would read the weights the backward updates), on a transport two
+ * threads may use, with tasks of this rank on both sides. */
+static int pairs(const struct exec *e, const struct sched_item *x, int nf, int nb)
+{
+	return exec_predicts(e) && e->t->threads && !e->o.serial && has_tasks(e, x, nf) &&
+	       has_tasks(e, x + nf, nb);
 }
 
 /* An asynchronous schedule's slice of the stream for step `step`: the
@@ -342,13 +451,23 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 
 		if (n < 0)
 			return AP_EFAIL;
-		for (int it = 0; it < n; it++) {
+		for (int it = 0, next; it < n; it = next) {
 			const struct sched_item *x = &e->slice[it];
+			int nf = 0;
 
-			e->step = x->mb / e->m;
-			e->mbj = x->mb % e->m;
-			if (run_item(e, x, x->mb % e->nbuf))
-				return AP_EFAIL;
+			/* the key's forwards come first (sched_sort) */
+			for (next = it; next < n && e->slice[next].key == x->key; next++)
+				nf += !e->slice[next].bwd;
+			if (pairs(e, x, nf, next - it - nf)) {
+				if (run_pair(e, x, nf, x + nf, next - it - nf))
+					return AP_EFAIL;
+				continue;
+			}
+			for (int q = it; q < next; q++) {
+				set_stream_mb(e, e->slice[q].mb);
+				if (run_item(e, &e->slice[q], (int)(e->slice[q].mb % e->nbuf)))
+					return AP_EFAIL;
+			}
 		}
 		/* sends may be waiting for receives of the next step: only
 		 * the end of the stream waits for them all */
@@ -365,6 +484,11 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 		return AP_EFAIL;
 	*loss = sum;
 	return AP_OK;
+}
+
+int64_t exec_pairs(const struct exec *e)
+{
+	return e->npairs;
 }
 
 int exec_gather_params(struct exec *e, int i, float *full)

@@ -54,6 +54,9 @@ struct exec_opts {
 	 * async-predict; every task runs with the weights current when it
 	 * starts (the naive baseline of PipeDream's section 3.3). */
 	int naive;
+	/* async-predict: run a stage's paired forward and backward one after
+	 * the other instead of on two threads (exec.c run_pair) */
+	int serial;
 };
 
 struct exec;
@@ -72,6 +75,9 @@ int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
 /* One training step; *loss (every rank) is the batch's mean loss before
  * the update. */
 int exec_step(struct exec *e, int64_t step, double *loss);
+/* The forward/backward pairs this rank has run on two threads so far
+ * (async-predict, exec_opts.serial off). */
+int64_t exec_pairs(const struct exec *e);
 /* Collective: the whole parameters of op i on rank 0 (into full, which
  * holds g->ops[i].params floats there; other ranks pass NULL). */
 int exec_gather_params(struct exec *e, int i, float *full);

@@ -76,6 +76,8 @@ struct exec {
 	int mbj;                      /* step and micro-batch */
 	double loss_acc;              /* loss forwards of the current step */
 	int pred_k;                   /* async-predict: updates to predict */
+	int64_t npairs;               /* forward/backward pairs run on two
+				       * threads (run_pair) */
 	double loss_scale;            /* 1 / loss positions in the batch */
 	int *mine;                    /* per op: index in sh, or -1 */
 	struct rshard *sh;

@@ -204,6 +204,47 @@ static void test_ranks(void **state)
 	assert_int_equal(rows, 3);
 }
 
+/* The loss CSV of `run PLAN EXTRA` (6 steps) into buf; the run's output
+ * into out. */
+static void run_losses(const char *plan, const char *extra, char *out, size_t len,
+		       char *buf, size_t blen)
+{
+	char csv[1024];
+	size_t n;
+	FILE *f;
+
+	snprintf(csv, sizeof csv, "%s/pair-loss.csv", tmp_dir());
+	assert_int_equal(rt_run(out, len, "run '%s' --steps 4 --warmup 2 --loss-csv '%s' %s",
+				plan, csv, extra), 0);
+	f = fopen(csv, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, blen - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	assert_true(n > 20);
+}
+
+/* A stage's paired forward and backward run on two threads, and training
+ * is the same to the bit as with the two one after the other. */
+static void test_paired(void **state)
+{
+	char path[1024], out[16384], a[4096], b[4096];
+	double pairs = -1;
+	const char *s;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/tf-pair.json", tmp_dir());
+	rt_pipeline_plan("transformer_tiny", 8, "cpu-1x4", 4, 1, SCHED_ASYNC_PREDICT, 4, path);
+	run_losses(path, "", out, sizeof out, a, sizeof a);
+	s = strstr(out, "overlap ");
+	assert_non_null(s);
+	assert_int_equal(sscanf(s, "overlap %lf", &pairs), 1);
+	assert_true(pairs > 0);
+	run_losses(path, "--serial", out, sizeof out, b, sizeof b);
+	assert_non_null(strstr(out, "overlap      0 "));
+	assert_string_equal(a, b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +253,7 @@ int main(void)
 		cmocka_unit_test(test_prediction_lands),
 		cmocka_unit_test(test_runtime_prediction),
 		cmocka_unit_test(test_ranks),
+		cmocka_unit_test(test_paired),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
