@@ -34,6 +34,7 @@
 #include "model_io.h"
 #include "plan.h"
 #include "sim.h"
+#include "trace.h"
 #include "transport.h"
 
 #define WHO "autopar run"
@@ -48,6 +49,7 @@ struct run_out {
 	int steps, warmup, ranks;
 	double pred_ms, med_ms, p10_ms, p90_ms, loss_first, loss_last, check;
 	double pairs;  /* forward/backward pairs run on two threads, all ranks */
+	const char *timeline; /* where the timeline of the middle timed step goes */
 	double *loss; /* [warmup + steps] */
 };
 
@@ -254,9 +256,10 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 		 const struct exec_opts *o, int do_check, const struct fault *fault,
 		 struct run_out *r)
 {
-	int n = r->warmup + r->steps, st;
+	int n = r->warmup + r->steps, traced = r->timeline ? r->warmup + r->steps / 2 : -1, st;
 	double *ms = calloc((size_t)n, sizeof *ms), *loss = calloc((size_t)n, sizeof *loss);
 	struct exec *e = NULL;
+	struct trace tr;
 
 	if (!ms || !loss) {
 		free(ms);
@@ -264,7 +267,9 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
 	r->loss = loss;
-	st = exec_create(&e, &in->g, &in->pl, be, t, o);
+	st = trace_init(&tr);
+	if (!st)
+		st = exec_create(&e, &in->g, &in->pl, be, t, o);
 	for (int s = 0; s < n && !st; s++) {
 		double t0;
 
@@ -276,10 +281,16 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 			break;
 		}
 		st = t->ops->barrier(t);
+		if (!st && traced == s) {
+			trace_start(&tr);
+			exec_set_trace(e, &tr);
+		}
 		t0 = now_s();
 		if (!st)
 			st = exec_step(e, s, &loss[s]);
 		ms[s] = (now_s() - t0) * 1e3;
+		if (!st && traced == s)
+			exec_set_trace(e, NULL);
 		if (!st)
 			st = t->ops->max(t, &ms[s], 1);
 	}
@@ -293,9 +304,12 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 		r->pairs = (double)exec_pairs(e);
 		st = t->ops->sum(t, &r->pairs, 1);
 	}
+	if (!st && r->timeline)
+		st = trace_write(&tr, t, &in->g, r->timeline);
 	if (!st && do_check)
 		st = check(in, e, t, be, o, n, loss, &r->check);
 	exec_free(e);
+	trace_release(&tr);
 	free(ms);
 	return st;
 }
@@ -303,6 +317,7 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 static int run(int argc, char **argv)
 {
 	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL, *loss_out = NULL;
+	const char *timeline = NULL;
 	long long steps = 20, pool = 4;
 	uint64_t warmup = 3, seed = 1;
 	int do_check = 0, naive = 0, serial = 0, npos, st;
@@ -317,6 +332,7 @@ static int run(int argc, char **argv)
 		{ NULL, "--naive", OPT_FLAG, &naive },
 		{ NULL, "--serial", OPT_FLAG, &serial },
 		{ NULL, "--loss-csv", OPT_STR, &loss_out },
+		{ NULL, "--timeline", OPT_STR, &timeline },
 		{ "-o", "--output", OPT_STR, &out },
 		{ NULL, "--inject-fault", OPT_STR, &fault_s },
 		{ 0 },
@@ -355,6 +371,7 @@ static int run(int argc, char **argv)
 		goto out;
 	r.steps = (int)steps;
 	r.warmup = (int)warmup;
+	r.timeline = timeline;
 	r.ranks = exec_ranks(&in.pl);
 	o.seed = seed;
 	o.pool = (int)pool;
@@ -420,7 +437,7 @@ const struct command cmd_run = {
 	.summary = "execute a plan on CPU ranks and measure it",
 	.usage = "usage: autopar run PLAN.json [--steps N] [--warmup N] [--check] [--seed N]\n"
 		 "                  [--lr X] [--pool N] [--tolerance X] [--naive] [--serial]\n"
-		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv]\n\n"
+		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv] [--timeline T.tsv]\n\n"
 		 "Trains the plan's model with one process per device of the plan (MPI\n"
 		 "ranks; started under mpirun when run outside an MPI job, which is also\n"
 		 "how a multi-node job is run: mpirun -hostfile H -np N autopar run ...).\n"
@@ -443,6 +460,8 @@ const struct command cmd_run = {
 		 "                      prediction: every task runs with the current weights\n"
 		 "  -o, --output FILE   append one row to a results CSV\n"
 		 "  --loss-csv FILE     write the loss of every step (step,loss)\n"
+		 "  --timeline FILE     write when each rank ran each task of the middle\n"
+		 "                      timed step, in the format of `autopar sim --timeline`\n"
 		 "  --inject-fault RANK:STEP:kill|error\n"
 		 "                      make a rank fail, to test that the job ends\n",
 	.run = run,

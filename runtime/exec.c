@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "err.h"
 #include "params.h"
 
@@ -284,6 +285,7 @@ static void predict_item(struct exec *e, const struct sched_item *x)
 static int run_tasks(struct exec *e, const struct sched_item *x, int j)
 {
 	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
+	double t0;
 
 	for (int q = 0; q < z - a; q++) {
 		int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];
@@ -292,7 +294,11 @@ static int run_tasks(struct exec *e, const struct sched_item *x, int j)
 		if (e->mine[i] < 0)
 			continue;
 		s = &e->sh[e->mine[i]];
+		t0 = e->trace ? now_s() : 0;
 		if (x->bwd ? backward(e, s, j) : forward(e, s, j))
+			return AP_EFAIL;
+		if (e->trace && trace_add(e->trace, i, x->bwd ? TRACE_BWD : TRACE_FWD, x->mb, t0,
+					  now_s()))
 			return AP_EFAIL;
 		/* all-reduces and sends started advance under the tasks
 		 * after them */
@@ -443,9 +449,15 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 		}
 		if (t->ops->wait(t))
 			return AP_EFAIL;
-		for (int q = 0; q < e->nsh; q++)
-			if (e->sh[q].nparams)
-				update(e, &e->sh[q]);
+		for (int q = 0; q < e->nsh; q++) {
+			double t0 = now_s();
+
+			if (!e->sh[q].nparams)
+				continue;
+			update(e, &e->sh[q]);
+			if (e->trace && trace_add(e->trace, e->sh[q].op, TRACE_UPDATE, -1, t0, now_s()))
+				return AP_EFAIL;
+		}
 	} else {
 		int n = async_slice(e, step);
 
@@ -484,6 +496,11 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 		return AP_EFAIL;
 	*loss = sum;
 	return AP_OK;
+}
+
+void exec_set_trace(struct exec *e, struct trace *tr)
+{
+	e->trace = tr;
 }
 
 int64_t exec_pairs(const struct exec *e)

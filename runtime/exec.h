@@ -75,6 +75,9 @@ int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
 /* One training step; *loss (every rank) is the batch's mean loss before
  * the update. */
 int exec_step(struct exec *e, int64_t step, double *loss);
+/* Records every task of the following steps into tr (NULL: stops). */
+struct trace;
+void exec_set_trace(struct exec *e, struct trace *tr);
 /* The forward/backward pairs this rank has run on two threads so far
  * (async-predict, exec_opts.serial off). */
 int64_t exec_pairs(const struct exec *e);

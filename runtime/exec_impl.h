@@ -16,6 +16,7 @@
 #include "data.h"
 #include "exec.h"
 #include "region.h"
+#include "trace.h"
 
 /* A piece of an input that a consumer shard gathers. */
 struct src {
@@ -76,6 +77,7 @@ struct exec {
 	int mbj;                      /* step and micro-batch */
 	double loss_acc;              /* loss forwards of the current step */
 	int pred_k;                   /* async-predict: updates to predict */
+	struct trace *trace;          /* records the tasks when set */
 	int64_t npairs;               /* forward/backward pairs run on two
 				       * threads (run_pair) */
 	double loss_scale;            /* 1 / loss positions in the batch */
