@@ -31,7 +31,11 @@
  * latencies of consecutive pieces, each one stage over a run of children
  * or one child partitioned on its own; a parallel composition takes the
  * largest latency of its pieces, each one stage over a run of branches or
- * one branch on its own.  A stage need not hold whole components: in a
+ * one branch on its own.  The steps of the binary search only ask
+ * whether T is feasible: their DP keeps, per table row, the fewest devices
+ * that meet T (device counts add in series and in parallel alike), a
+ * factor of D cheaper than the latencies per device count that the
+ * candidates' DP keeps.  A stage need not hold whole components: in a
  * series, the stage before a parallel composition may take its lightest
  * branches and the stage after it its heaviest (the rest partitioned on
  * their own), so that the light branches run beside the heavy ones; the
@@ -146,8 +150,9 @@ struct gp {
 	int *lastc;
 	int *seen, seen_stamp;
 	double bw, lat_link, mem;
-	/* the DP of one (m, T) */
-	int m;
+	/* the DP of one (m, T); feas: only whether T is feasible, each
+	 * table row's cell 0 holding the fewest devices that meet T */
+	int m, feas;
 	int64_t mb;
 	double T;
 	struct gp_cell *cells;
@@ -584,6 +589,36 @@ static void relax(struct gp_cell *c, double lat, int from, int dev, int how, int
 		*c = (struct gp_cell){ lat, from, dev, how, br, 0 };
 }
 
+/* The last cell of a row: the best on all devices, or in feasibility
+ * mode the fewest devices. */
+static int top(const struct gp *gp)
+{
+	return gp->feas ? 0 : gp->D;
+}
+
+/* Row B (a piece partitioned on its own) after row A into row out, in
+ * series (latencies add) or in parallel (the larger); in feasibility mode
+ * their device counts add. */
+static void combine(const struct gp *gp, struct gp_cell *out, const struct gp_cell *A,
+		    const struct gp_cell *B, int par, int from, int how)
+{
+	if (gp->feas) {
+		if (A[0].lat + B[0].lat <= gp->D)
+			relax(&out[0], A[0].lat + B[0].lat, from, (int)B[0].lat, how, 0);
+		return;
+	}
+	for (int dc = 1; dc <= gp->D; dc++) {
+		if (isinf(B[dc].lat))
+			continue;
+		for (int d = dc; d <= gp->D; d++) {
+			double a = A[d - dc].lat, b = B[dc].lat;
+
+			if (!isinf(a))
+				relax(&out[d], par ? (a > b ? a : b) : a + b, from, dc, how, 0);
+		}
+	}
+}
+
 /* The run as one stage on each device count, after row R: into row out,
  * in series (latencies add) or in parallel (the larger).  Returns 0 when
  * no device count can take a longer run either. */
@@ -591,8 +626,13 @@ static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_
 		       const struct gp_cell *R, struct gp_cell *out, int par,
 		       const struct gp_piece *how)
 {
-	int grow_on = 0;
+	int grow_on = 0, r0 = 0;
 
+	/* the loop over d is the DP's inner loop: it starts where row R
+	 * has a plan, and an infinite latency stays infinite through the
+	 * sums and maxima, so needs no test */
+	while (r0 < gp->D && isinf(R[r0].lat))
+		r0++;
 	for (int t = 0; t < dv->n; t++) {
 		const double *c = gp->comp + (size_t)dv->sidx[t] * (gp->n + 1);
 		double hide = how->x_lo >= 0 ? c[run->b] - c[how->x_lo] : 0;
@@ -603,17 +643,24 @@ static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_
 		grow_on |= st < 2;
 		if (st)
 			continue;
-		for (int d = dc; d <= gp->D; d++) {
+		if (gp->feas) {
+			if (R[0].lat + dc <= gp->D)
+				relax(&out[0], R[0].lat + dc, how->from, dc, how->how, how->br);
+			continue;
+		}
+		for (int d = dc + r0; d <= gp->D; d++) {
 			const struct gp_cell *r = &R[d - dc];
 			/* the objective: latency plus the all-reduce the backward
 			 * does not hide (exposed in the first stage of a path,
 			 * a bound elsewhere); the earlier stage's branches hide
 			 * behind this one's */
-			double lat = r->lat + ev.lat + ev.ar - hide + fmax(0, r->hide - under);
+			double own = ev.lat + ev.ar, lat;
 
 			if (par)
-				lat = fmax(r->lat, ev.lat + ev.ar);
-			if (!isinf(r->lat) && lat < out[d].lat) {
+				lat = r->lat > own ? r->lat : own;
+			else
+				lat = r->lat + own - hide + (r->hide > under ? r->hide - under : 0);
+			if (lat < out[d].lat) {
 				relax(&out[d], lat, how->from, dc, how->how, how->br);
 				out[d].hide = hide;
 			}
@@ -634,7 +681,7 @@ static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_
 static void dp_merge(struct gp *gp, int id, int p, const struct gp_devs *dv)
 {
 	const struct gp_node *x = &gp->node[id];
-	int c = gp->kids[x->kid_ofs + p], D = gp->D;
+	int c = gp->kids[x->kid_ofs + p], D = top(gp);
 	const struct gp_node *y = &gp->node[c];
 	const struct gp_cell *Rp = row(gp, id, p);
 	struct gp_run run;
@@ -663,9 +710,7 @@ static void dp_merge(struct gp *gp, int id, int p, const struct gp_devs *dv)
 		memcpy(G, H, (size_t)(D + 1) * sizeof *G);
 		for (int d = 0; d <= D; d++)
 			G[d].how = GP_VIA_H;
-		for (int dz = 1; dz <= D; dz++)
-			for (int d = dz; d <= D && !isinf(F[dz].lat); d++)
-				relax(&G[d], Rp[d - dz].lat + F[dz].lat, 0, dz, GP_PREFIX, 0);
+		combine(gp, G, Rp, F, 0, 0, GP_PREFIX);
 		if (isinf(G[D].lat))
 			continue;
 		run_start(gp, &run, kid_lo(gp, y, t));
@@ -685,7 +730,7 @@ static void dp_merge(struct gp *gp, int id, int p, const struct gp_devs *dv)
 static void dp_node(struct gp *gp, int id, const struct gp_devs *dv)
 {
 	const struct gp_node *x = &gp->node[id];
-	int k = nkid_eff(x), D = gp->D, par = x->kind == GP_PAR;
+	int k = nkid_eff(x), D = top(gp), par = x->kind == GP_PAR;
 
 	for (int j = 0; j <= k; j++)
 		for (int d = 0; d <= D; d++)
@@ -700,21 +745,10 @@ static void dp_node(struct gp *gp, int id, const struct gp_devs *dv)
 			dp_merge(gp, id, i, dv);
 		if (x->kind != GP_LEAF) {
 			int c = gp->kids[x->kid_ofs + i];
-			const struct gp_cell *V = row(gp, c, nkid_eff(&gp->node[c]));
-			struct gp_cell *out = row(gp, id, i + 1);
 
 			if (gp->node[c].kind != GP_LEAF)
-				for (int dc = 1; dc <= D; dc++) {
-					if (isinf(V[dc].lat))
-						continue;
-					for (int d = dc; d <= D; d++) {
-						double a = R[d - dc].lat, b = V[dc].lat;
-
-						if (!isinf(a))
-							relax(&out[d], par ? fmax(a, b) : a + b,
-							      i, dc, GP_OWN, 0);
-					}
-				}
+				combine(gp, row(gp, id, i + 1), R,
+					row(gp, c, nkid_eff(&gp->node[c])), par, i, GP_OWN);
 		}
 		run_start(gp, &run, kid_lo(gp, x, i));
 		for (int j = i + 1; j <= k; j++) {
@@ -796,9 +830,10 @@ static int try_target(struct gp *gp, double T, const struct gp_devs *dv, int kee
 	int ofs = gp->ncst, st;
 
 	gp->T = T;
+	gp->feas = !keep;
 	dp_tree(gp, gp->root, dv);
 	V = row(gp, gp->root, nkid_eff(&gp->node[gp->root]));
-	if (isinf(V[gp->D].lat))
+	if (isinf(V[top(gp)].lat))
 		return 0;
 	if (!keep)
 		return 1;
