@@ -881,37 +881,66 @@ static int try_target(struct gp *gp, double T, const struct gp_devs *dv, int kee
 	return 1;
 }
 
-/* Binary search on the time per sample for m micro-batches, then the
- * candidates at the smallest feasible target and a few looser ones. */
-static int search_m(struct gp *gp, int m)
+/* What the first phase of a search learns about one micro-batch count:
+ * the smallest feasible target hi (of the binary search), the loosest
+ * target top, and a lower bound on the estimate of any of its plans. */
+struct gp_mres {
+	int m, ok;
+	double hi, top, lb;
+};
+
+/* Sets the DP up for m micro-batches: the device counts a stage may take
+ * and their compute tables. */
+static int set_m(struct gp *gp, int m, struct gp_devs *dv)
 {
-	static const double looser[] = { 1, 1.1, 1.25, 1.5, 2, 3, 5, 10 };
-	const struct graph *g = gp->g;
-	struct gp_devs dv = { 0 };
 	const double *c;
-	double lo, hi, top, bytes = 0;
-	int st;
 
 	gp->m = m;
-	gp->mb = g->batch / m;
-	for (int d = 1; d <= gp->D && d <= gp->mb && dv.n < 64; d++) {
+	gp->mb = gp->g->batch / m;
+	dv->n = 0;
+	for (int d = 1; d <= gp->D && d <= gp->mb && dv->n < 64; d++) {
+		int st;
+
 		if (gp->mb % d)
 			continue;
-		dv.d[dv.n] = d;
-		dv.sidx[dv.n] = div_index(gp, gp->mb / d);
-		st = comp_prefix(gp, dv.sidx[dv.n], &c);
+		dv->d[dv->n] = d;
+		dv->sidx[dv->n] = div_index(gp, gp->mb / d);
+		st = comp_prefix(gp, dv->sidx[dv->n], &c);
 		if (st)
 			return st;
-		dv.n++;
+		dv->n++;
 	}
+	return AP_OK;
+}
+
+/* Phase one for m micro-batches: a binary search on the time per sample
+ * (feasibility DPs), then the candidate of the loosest target, the
+ * shallowest pipeline (data parallelism when the model fits one stage).
+ * Its latency bounds every plan of m from below: a looser target only
+ * admits more stages, so no target gives a smaller latency; and some
+ * stage of every plan takes at least lo per sample, the largest target
+ * found infeasible, so est = lat + (m - 1) t_max + ar_max >= lat_top +
+ * (m - 1) mb lo. */
+static int bound_m(struct gp *gp, int m, struct gp_mres *r)
+{
+	const struct graph *g = gp->g;
+	struct gp_devs dv;
+	const double *c;
+	double lo, lo_seen = 0, hi, bytes = 0;
+	int st = set_m(gp, m, &dv);
+
+	r->m = m;
+	r->ok = 0;
+	if (st)
+		return st;
 	/* every stage on one device keeps up with hi: all the compute and
 	 * every tensor sent */
-	comp_prefix(gp, dv.sidx[0], &c);
+	c = gp->comp + (size_t)dv.sidx[0] * (gp->n + 1);
 	for (int i = 0; i < g->nops; i++)
 		bytes += (double)g->ops[i].out_bytes;
 	hi = 1.01 * (c[gp->n] + gp->lat_link + bytes / m / gp->bw) / (double)gp->mb;
 	lo = hi / (4.0 * gp->D);
-	top = hi;
+	r->top = hi;
 	st = try_target(gp, hi, &dv, 0);
 	if (st <= 0)
 		return st; /* nothing fits memory with m micro-batches */
@@ -924,17 +953,81 @@ static int search_m(struct gp *gp, int m)
 		if (st)
 			hi = mid;
 		else
-			lo = mid;
+			lo = lo_seen = mid;
 	}
-	for (size_t k = 0; k < sizeof looser / sizeof looser[0] && hi * looser[k] < top; k++) {
-		st = try_target(gp, hi * looser[k], &dv, 1);
-		if (st < 0)
-			return st;
+	r->hi = hi;
+	st = try_target(gp, r->top, &dv, 1);
+	if (st < 0)
+		return st;
+	r->ok = 1;
+	r->lb = row(gp, gp->root, nkid_eff(&gp->node[gp->root]))[gp->D].lat +
+		(m - 1) * (double)gp->mb * lo_seen;
+	return AP_OK;
+}
+
+/* The estimate a candidate must beat to be simulated: the nverify-th
+ * best so far (every candidate is simulated on small graphs). */
+static double verify_bar(const struct gp *gp, int nverify)
+{
+	double bar = INFINITY;
+
+	if (gp->n <= 40)
+		return INFINITY;
+	for (int c = 0; c < gp->ncand; c++) {
+		int upto = 0;
+
+		for (int k = 0; k < gp->ncand; k++)
+			upto += gp->cand[k].est <= gp->cand[c].est;
+		if (upto >= nverify && gp->cand[c].est < bar)
+			bar = gp->cand[c].est;
 	}
-	/* the loosest target: the shallowest pipeline, data parallelism when
-	 * the model fits one stage */
-	st = try_target(gp, top, &dv, 1);
-	return st < 0 ? st : AP_OK;
+	return bar;
+}
+
+static int cmp_lb(const void *pa, const void *pb)
+{
+	const struct gp_mres *a = pa, *b = pb;
+
+	return (a->lb > b->lb) - (a->lb < b->lb);
+}
+
+/* Phase two: the candidates of the smallest feasible target and a few
+ * looser ones (a looser bottleneck can buy a shallower pipeline), for
+ * the micro-batch counts by their bound, as long as the bound can still
+ * beat the estimates that will be simulated. */
+static int loosen(struct gp *gp, struct gp_mres *r, int nr, int nverify)
+{
+	static const double looser[] = { 1, 1.1, 1.25, 1.5, 2 };
+	struct gp_devs dv;
+	int st = AP_OK;
+
+	qsort(r, (size_t)nr, sizeof *r, cmp_lb);
+	for (int k = 0; k < nr && !st; k++) {
+		if (!r[k].ok)
+			continue;
+		st = set_m(gp, r[k].m, &dv);
+		for (size_t t = 0; t < sizeof looser / sizeof looser[0] && !st &&
+				   r[k].hi * looser[t] < r[k].top; t++) {
+			if (r[k].lb >= verify_bar(gp, nverify))
+				break;
+			st = try_target(gp, r[k].hi * looser[t], &dv, 1);
+			st = st < 0 ? st : AP_OK;
+		}
+	}
+	return st;
+}
+
+/* One link guess: both phases over the micro-batch counts, powers of
+ * two up to max_m that divide the batch. */
+static int search(struct gp *gp, int max_m, int nverify)
+{
+	struct gp_mres r[64];
+	int nr = 0, st = AP_OK;
+
+	for (int m = 1; m <= max_m && m <= gp->g->batch && nr < 64 && !st; m *= 2)
+		if (gp->g->batch % m == 0 && (m == 1 || now_s() < gp->deadline))
+			st = bound_m(gp, m, &r[nr++]);
+	return st ? st : loosen(gp, r, nr, nverify);
 }
 
 /* --- plans ---------------------------------------------------------------- */
@@ -1190,9 +1283,7 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 
 		gp.bw = ln->bw_bytes_per_s;
 		gp.lat_link = ln->latency_s;
-		for (int m = 1; m <= max_m && m <= in->g->batch && !rc; m *= 2)
-			if (in->g->batch % m == 0 && (m == 1 || now_s() < gp.deadline))
-				rc = search_m(&gp, m);
+		rc = search(&gp, max_m, nverify);
 	}
 	if (!rc)
 		rc = verify(&gp, nverify, &best, &best_s);
