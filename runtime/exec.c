@@ -83,9 +83,24 @@ static int gather(struct exec *e, struct rshard *s, int kk, int j, const float *
 	return AP_OK;
 }
 
-static void fill_kbufs(const struct exec *e, const struct rshard *s, int j, struct kbufs *b)
+/* kbufs.csum: a blocking all-reduce over the shard's c-group. */
+static int csum_group(void *ctx, float *buf, int64_t n)
+{
+	struct cgroup *cg = ctx;
+	int id;
+
+	if (cg->t->ops->iallreduce(cg->t, cg->gid, buf, n, &id))
+		return AP_EFAIL;
+	return cg->t->ops->wait_one(cg->t, id);
+}
+
+static void fill_kbufs(const struct exec *e, struct rshard *s, int j, struct kbufs *b)
 {
 	memset(b, 0, sizeof *b);
+	if (s->cg.gid >= 0) {
+		b->csum = csum_group;
+		b->csum_ctx = &s->cg;
+	}
 	b->w = s->stash ? s->stash[j] : NULL;
 	b->dw = s->dw;
 	b->out = s->out[j];
