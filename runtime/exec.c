@@ -8,7 +8,11 @@
  * backward) and runs the subsequence that is its own.  Sends never block;
  * a receive waits for a task earlier in the global order, and so does an
  * all-reduce, which the members of a group reach in the same order.  The
- * earliest unfinished task therefore always has what it waits for.
+ * shards of a c-split attention sum their heads' context inside their
+ * task (kbufs.csum, a blocking all-reduce over the c-group): every member
+ * runs that same task, so it too waits only for tasks earlier in the
+ * global order.  The earliest unfinished task therefore always has what
+ * it waits for.
  */
 #include "exec_impl.h"
 
