@@ -41,6 +41,15 @@ struct kern {
 	 * micro-batch's first sample).  Dropout hashes the global position, so
 	 * its mask does not depend on how the op is split. */
 	int64_t glo[MAX_RANK], gsize[MAX_RANK];
+	/* The same for each local input region: in[k] element (i0, ..) is
+	 * element (ilo[k][0] + i0, ..) of that whole input, of sizes
+	 * igsize[k][] (ilo[k][0] within the micro-batch).  A window op
+	 * (conv2d, pools) split along h or w gets the rows and columns its
+	 * windows read (a halo around its share) and pads with zeros only
+	 * where a window leaves the whole input; attention split along l
+	 * computes the queries of its output rows (glo) from the whole keys
+	 * and values. */
+	int64_t ilo[KERN_MAX_IN][MAX_RANK], igsize[KERN_MAX_IN][MAX_RANK];
 };
 
 /* The buffers of one call.  Backward: din[k] (NULL when input k needs no
@@ -56,6 +65,13 @@ struct kbufs {
 	const float *labels;    /* loss: class per output element */
 	uint64_t salt;          /* dropout: differs per step */
 	int64_t n0;             /* the micro-batch's first sample in the batch */
+	/* Sums buf[0..n) in place over the shards of this op that differ from
+	 * this one only in their c coordinate, blocking; each of them calls it
+	 * at the same point of the same task.  NULL when the op is not split
+	 * along c (a c-split attention's shards exchange their heads' context
+	 * through it; see cpu_attn.c).  Returns 0 on success. */
+	int (*csum)(void *ctx, float *buf, int64_t n);
+	void *csum_ctx;
 };
 
 struct kernel_ops {

@@ -3,9 +3,25 @@
  * q, k, v projections of the query input and of the key/value input (the
  * same tensor for self-attention), per head softmax(q k^T / sqrt(d)) v
  * with an optional causal mask, and the output projection.  Parameters:
- * Wq, Wk, Wv, Wo, each [C][C] (out, in), then their biases.  The
- * workspace keeps every sample's projections, probabilities and context
- * for the backward, plus one sample's scratch for the backward.
+ * Wq, Wk, Wv, Wo, each [C][C] (out, in), then their biases.
+ *
+ * Shards.  Split along l, a shard computes the queries of its output rows
+ * (struct kern's glo) against whole keys and values: for self-attention
+ * its one input is whole and its queries a band of it, so the gradient of
+ * that input and of every weight is a partial sum, which the executor adds
+ * up.  Split along c, as the simulator counts it (heads / degree per
+ * shard, parameters / degree), a shard holds rows [c_lo, c_lo + cn) of
+ * each of the four matrices and biases: the q, k and v projections of its
+ * own heads, and the output projection of its output channels.  Those
+ * need every head's context, so the shards of a c-group sum their context
+ * (each zero outside its heads) through kbufs.csum, an all-gather; in the
+ * backward they sum the context's gradient the same way, each keeping its
+ * heads' part.  Without csum (a shard timed alone) the other heads'
+ * context is taken as zero.
+ *
+ * The workspace keeps every sample's projections (cn channels), the whole
+ * context, the probabilities of the shard's heads and the context's
+ * gradient, plus one sample's scratch for the backward.
  */
 #include "cpu_kern.h"
 
@@ -13,32 +29,42 @@
 #include <string.h>
 
 struct attn {
-	int64_t n, lq, lk, c, heads, hd;
+	int64_t n, lq, lk, c, cn, c0, heads, hd;
+	int64_t l0;   /* rows of input 0 per sample */
+	int64_t qoff; /* the first query row in input 0 */
+	int64_t qg;   /* the first query row in the whole sequence */
+	int64_t kg;   /* the first key row in the whole sequence */
 	/* offsets of the workspace parts, in floats */
-	int64_t q, k, v, ctx, p, dq, dk, dv, dctx, ds, end;
+	int64_t q, k, v, ctx, p, dctx, dq, dk, dv, ds, end;
 };
 
 static struct attn attn_dims(const struct kern *kn)
 {
-	const struct shape *kv = &kn->in[kn->nin > 1 ? 1 : 0];
+	int kv = kn->nin > 1 ? 1 : 0;
 	struct attn a;
 
 	a.n = kn->in[0].size[0];
-	a.lq = kn->in[0].size[1];
+	a.l0 = kn->in[0].size[1];
 	a.c = kn->in[0].size[2];
-	a.lk = kv->size[1];
-	a.heads = kn->op->a.heads;
-	a.hd = a.c / a.heads;
+	a.lq = kn->out.size[1];
+	a.cn = kn->out.size[2];
+	a.c0 = kn->c_lo;
+	a.lk = kn->in[kv].size[1];
+	a.qg = kn->glo[1];
+	a.qoff = a.qg - kn->ilo[0][1];
+	a.kg = kn->ilo[kv][1];
+	a.hd = a.c / kn->op->a.heads;
+	a.heads = a.cn / a.hd;
 	a.q = 0;
-	a.k = a.q + a.n * a.lq * a.c;
-	a.v = a.k + a.n * a.lk * a.c;
-	a.ctx = a.v + a.n * a.lk * a.c;
+	a.k = a.q + a.n * a.lq * a.cn;
+	a.v = a.k + a.n * a.lk * a.cn;
+	a.ctx = a.v + a.n * a.lk * a.cn;
 	a.p = a.ctx + a.n * a.lq * a.c;
-	a.dq = a.p + a.n * a.heads * a.lq * a.lk;
-	a.dk = a.dq + a.lq * a.c;
-	a.dv = a.dk + a.lk * a.c;
-	a.dctx = a.dv + a.lk * a.c;
-	a.ds = a.dctx + a.lq * a.c;
+	a.dctx = a.p + a.n * a.heads * a.lq * a.lk;
+	a.dq = a.dctx + a.n * a.lq * a.c;
+	a.dk = a.dq + a.lq * a.cn;
+	a.dv = a.dk + a.lk * a.cn;
+	a.ds = a.dv + a.lk * a.cn;
 	a.end = a.ds + a.lq * a.lk;
 	return a;
 }
@@ -48,49 +74,65 @@ static int64_t attn_ws(const struct kern *k)
 	return attn_dims(k).end;
 }
 
-/* y[rows][c] = x[rows][c] W^T + bias */
-static void project(const float *x, int64_t rows, int64_t c, const float *w,
+/* y[rows][m] = x[rows][c] W^T + bias, W [m][c] */
+static void project(const float *x, int64_t rows, int64_t c, int64_t m, const float *w,
 		    const float *bias, float *y)
 {
 	if (bias)
 		for (int64_t r = 0; r < rows; r++)
-			memcpy(y + r * c, bias, (size_t)c * sizeof(float));
-	cpu_gemm(0, 1, (int)rows, (int)c, (int)c, 1.0f, x, (int)c, w, (int)c,
-		 bias ? 1.0f : 0.0f, y, (int)c);
+			memcpy(y + r * m, bias, (size_t)m * sizeof(float));
+	cpu_gemm(0, 1, (int)rows, (int)m, (int)c, 1.0f, x, (int)c, w, (int)c,
+		 bias ? 1.0f : 0.0f, y, (int)m);
 }
 
-static const float *bias_of(const struct kern *k, const float *w, int which)
+/* Matrix `which` (q, k, v, o) of the shard's rows, and its bias. */
+static const float *mat_of(const struct attn *a, const float *w, int which)
 {
-	int64_t c = k->in[0].size[2];
+	return w + which * a->cn * a->c;
+}
 
-	return k->op->a.bias ? w + 4 * c * c + which * c : NULL;
+static const float *bias_of(const struct kern *k, const struct attn *a, const float *w,
+			    int which)
+{
+	return k->op->a.bias ? w + 4 * a->cn * a->c + which * a->cn : NULL;
+}
+
+/* Sums the context (or its gradient) over the shards of a c-split. */
+static int across_heads(const struct attn *a, struct kbufs *b, float *buf)
+{
+	if (a->cn == a->c || !b->csum)
+		return 0;
+	return b->csum(b->csum_ctx, buf, a->n * a->lq * a->c);
 }
 
 static int attn_fwd(const struct kern *kn, struct kbufs *b)
 {
 	struct attn a = attn_dims(kn);
 	const float *xkv = b->in[kn->nin > 1 ? 1 : 0];
-	int64_t cc = a.c * a.c;
 	float scale = 1.0f / sqrtf((float)a.hd);
 
+	memset(b->ws + a.ctx, 0, (size_t)(a.n * a.lq * a.c) * sizeof(float));
 	for (int64_t s = 0; s < a.n; s++) {
-		const float *xq = b->in[0] + s * a.lq * a.c, *xk = xkv + s * a.lk * a.c;
-		float *q = b->ws + a.q + s * a.lq * a.c, *k = b->ws + a.k + s * a.lk * a.c;
-		float *v = b->ws + a.v + s * a.lk * a.c, *ctx = b->ws + a.ctx + s * a.lq * a.c;
+		const float *xq = b->in[0] + (s * a.l0 + a.qoff) * a.c, *xk = xkv + s * a.lk * a.c;
+		float *q = b->ws + a.q + s * a.lq * a.cn, *k = b->ws + a.k + s * a.lk * a.cn;
+		float *v = b->ws + a.v + s * a.lk * a.cn;
+		float *ctx = b->ws + a.ctx + s * a.lq * a.c + a.c0;
 
-		project(xq, a.lq, a.c, b->w, bias_of(kn, b->w, 0), q);
-		project(xk, a.lk, a.c, b->w + cc, bias_of(kn, b->w, 1), k);
-		project(xk, a.lk, a.c, b->w + 2 * cc, bias_of(kn, b->w, 2), v);
+		project(xq, a.lq, a.c, a.cn, mat_of(&a, b->w, 0), bias_of(kn, &a, b->w, 0), q);
+		project(xk, a.lk, a.c, a.cn, mat_of(&a, b->w, 1), bias_of(kn, &a, b->w, 1), k);
+		project(xk, a.lk, a.c, a.cn, mat_of(&a, b->w, 2), bias_of(kn, &a, b->w, 2), v);
 		for (int64_t h = 0; h < a.heads; h++) {
 			float *p = b->ws + a.p + (s * a.heads + h) * a.lq * a.lk;
 
 			cpu_gemm(0, 1, (int)a.lq, (int)a.lk, (int)a.hd, scale, q + h * a.hd,
-				 (int)a.c, k + h * a.hd, (int)a.c, 0.0f, p, (int)a.lk);
+				 (int)a.cn, k + h * a.hd, (int)a.cn, 0.0f, p, (int)a.lk);
 			for (int64_t i = 0; i < a.lq; i++) {
 				float *row = p + i * a.lk, mx = -INFINITY;
 				double sum = 0;
-				int64_t lim = kn->op->a.causal ? i + 1 : a.lk;
+				/* causal: the keys up to the query's own position */
+				int64_t lim = kn->op->a.causal ? a.qg + i + 1 - a.kg : a.lk;
 
+				lim = lim > a.lk ? a.lk : lim;
 				for (int64_t j = 0; j < lim; j++)
 					mx = row[j] > mx ? row[j] : mx;
 				for (int64_t j = 0; j < lim; j++)
@@ -99,83 +141,108 @@ static int attn_fwd(const struct kern *kn, struct kbufs *b)
 					row[j] = j < lim ? (float)(exp((double)row[j] - mx) / sum) : 0.0f;
 			}
 			cpu_gemm(0, 0, (int)a.lq, (int)a.hd, (int)a.lk, 1.0f, p, (int)a.lk,
-				 v + h * a.hd, (int)a.c, 0.0f, ctx + h * a.hd, (int)a.c);
+				 v + h * a.hd, (int)a.cn, 0.0f, ctx + h * a.hd, (int)a.c);
 		}
-		project(ctx, a.lq, a.c, b->w + 3 * cc, bias_of(kn, b->w, 3),
-			b->out + s * a.lq * a.c);
 	}
+	if (across_heads(&a, b, b->ws + a.ctx))
+		return -1;
+	for (int64_t s = 0; s < a.n; s++)
+		project(b->ws + a.ctx + s * a.lq * a.c, a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
+			bias_of(kn, &a, b->w, 3), b->out + s * a.lq * a.cn);
 	return 0;
 }
 
-/* The gradients of y = x W^T + bias: dW += dy^T x, dbias += sum dy,
- * dx (=, or += when acc) dy W. */
-static void project_bwd(const float *x, int64_t rows, int64_t c, const float *w,
-			const float *dy, float *dw, float *dbias, float *dx, int acc)
+/* The gradients of y = x W^T + bias (y [rows][m], W [m][c]):
+ * dW += dy^T x, dbias += sum dy, dx += dy W. */
+static void project_bwd(const float *x, int64_t rows, int64_t c, int64_t m, const float *w,
+			const float *dy, float *dw, float *dbias, float *dx)
 {
-	cpu_gemm(1, 0, (int)c, (int)c, (int)rows, 1.0f, dy, (int)c, x, (int)c, 1.0f, dw,
+	cpu_gemm(1, 0, (int)m, (int)c, (int)rows, 1.0f, dy, (int)m, x, (int)c, 1.0f, dw,
 		 (int)c);
 	if (dbias)
 		for (int64_t r = 0; r < rows; r++)
-			for (int64_t j = 0; j < c; j++)
-				dbias[j] += dy[r * c + j];
+			for (int64_t j = 0; j < m; j++)
+				dbias[j] += dy[r * m + j];
 	if (dx)
-		cpu_gemm(0, 0, (int)rows, (int)c, (int)c, 1.0f, dy, (int)c, w, (int)c,
-			 acc ? 1.0f : 0.0f, dx, (int)c);
+		cpu_gemm(0, 0, (int)rows, (int)c, (int)m, 1.0f, dy, (int)m, w, (int)c, 1.0f,
+			 dx, (int)c);
+}
+
+static float *dmat_of(const struct attn *a, float *dw, int which)
+{
+	return dw + which * a->cn * a->c;
+}
+
+static float *dbias_of(const struct kern *k, const struct attn *a, float *dw, int which)
+{
+	return k->op->a.bias ? dw + 4 * a->cn * a->c + which * a->cn : NULL;
+}
+
+/* One sample's backward from its context gradient to q, k and v, and
+ * through the projections to the weights and inputs. */
+static void heads_bwd(const struct kern *kn, const struct attn *a, struct kbufs *b, int64_t s)
+{
+	int self = kn->nin == 1;
+	const float *xkv = b->in[self ? 0 : 1];
+	float *dxkv = b->din[self ? 0 : 1];
+	float scale = 1.0f / sqrtf((float)a->hd);
+	float *dq = b->ws + a->dq, *dk = b->ws + a->dk, *dv = b->ws + a->dv, *ds = b->ws + a->ds;
+	const float *xq = b->in[0] + (s * a->l0 + a->qoff) * a->c, *xk = xkv + s * a->lk * a->c;
+	const float *q = b->ws + a->q + s * a->lq * a->cn, *k = b->ws + a->k + s * a->lk * a->cn;
+	const float *v = b->ws + a->v + s * a->lk * a->cn;
+	const float *dctx = b->ws + a->dctx + s * a->lq * a->c + a->c0;
+	float *dxq = b->din[0] ? b->din[0] + (s * a->l0 + a->qoff) * a->c : NULL;
+	float *dxk = dxkv ? dxkv + s * a->lk * a->c : NULL;
+
+	for (int64_t h = 0; h < a->heads; h++) {
+		const float *p = b->ws + a->p + (s * a->heads + h) * a->lq * a->lk;
+
+		/* dV_h = P^T dctx_h; dP = dctx_h V_h^T */
+		cpu_gemm(1, 0, (int)a->lk, (int)a->hd, (int)a->lq, 1.0f, p, (int)a->lk,
+			 dctx + h * a->hd, (int)a->c, 0.0f, dv + h * a->hd, (int)a->cn);
+		cpu_gemm(0, 1, (int)a->lq, (int)a->lk, (int)a->hd, 1.0f, dctx + h * a->hd,
+			 (int)a->c, v + h * a->hd, (int)a->cn, 0.0f, ds, (int)a->lk);
+		/* through the softmax: dS = P (dP - rowsum(dP P)) */
+		for (int64_t i = 0; i < a->lq; i++) {
+			double dot = 0;
+
+			for (int64_t j = 0; j < a->lk; j++)
+				dot += (double)ds[i * a->lk + j] * p[i * a->lk + j];
+			for (int64_t j = 0; j < a->lk; j++)
+				ds[i * a->lk + j] = (float)(p[i * a->lk + j] * (ds[i * a->lk + j] - dot));
+		}
+		/* S = scale Q K^T: dQ_h = scale dS K_h, dK_h = scale dS^T Q_h */
+		cpu_gemm(0, 0, (int)a->lq, (int)a->hd, (int)a->lk, scale, ds, (int)a->lk,
+			 k + h * a->hd, (int)a->cn, 0.0f, dq + h * a->hd, (int)a->cn);
+		cpu_gemm(1, 0, (int)a->lk, (int)a->hd, (int)a->lq, scale, ds, (int)a->lk,
+			 q + h * a->hd, (int)a->cn, 0.0f, dk + h * a->hd, (int)a->cn);
+	}
+	/* self-attention sums all three paths into the one input */
+	project_bwd(xq, a->lq, a->c, a->cn, mat_of(a, b->w, 0), dq, dmat_of(a, b->dw, 0),
+		    dbias_of(kn, a, b->dw, 0), dxq);
+	project_bwd(xk, a->lk, a->c, a->cn, mat_of(a, b->w, 1), dk, dmat_of(a, b->dw, 1),
+		    dbias_of(kn, a, b->dw, 1), dxk);
+	project_bwd(xk, a->lk, a->c, a->cn, mat_of(a, b->w, 2), dv, dmat_of(a, b->dw, 2),
+		    dbias_of(kn, a, b->dw, 2), dxk);
 }
 
 static int attn_bwd(const struct kern *kn, struct kbufs *b)
 {
 	struct attn a = attn_dims(kn);
-	int self = kn->nin == 1;
-	const float *xkv = b->in[self ? 0 : 1];
-	float *dxkv = b->din[self ? 0 : 1];
-	int64_t cc = a.c * a.c;
-	float scale = 1.0f / sqrtf((float)a.hd);
-	float *dq = b->ws + a.dq, *dk = b->ws + a.dk, *dv = b->ws + a.dv;
-	float *dctx = b->ws + a.dctx, *ds = b->ws + a.ds;
-	float *dbias = kn->op->a.bias ? b->dw + 4 * cc : NULL;
 
-	for (int64_t s = 0; s < a.n; s++) {
-		const float *xq = b->in[0] + s * a.lq * a.c, *xk = xkv + s * a.lk * a.c;
-		const float *q = b->ws + a.q + s * a.lq * a.c, *k = b->ws + a.k + s * a.lk * a.c;
-		const float *v = b->ws + a.v + s * a.lk * a.c;
-		const float *ctx = b->ws + a.ctx + s * a.lq * a.c;
-		float *dxq = b->din[0] ? b->din[0] + s * a.lq * a.c : NULL;
-		float *dxk = dxkv ? dxkv + s * a.lk * a.c : NULL;
-
-		project_bwd(ctx, a.lq, a.c, b->w + 3 * cc, b->dout + s * a.lq * a.c,
-			    b->dw + 3 * cc, dbias ? dbias + 3 * a.c : NULL, dctx, 0);
-		for (int64_t h = 0; h < a.heads; h++) {
-			const float *p = b->ws + a.p + (s * a.heads + h) * a.lq * a.lk;
-
-			/* dV_h = P^T dctx_h; dP = dctx_h V_h^T */
-			cpu_gemm(1, 0, (int)a.lk, (int)a.hd, (int)a.lq, 1.0f, p, (int)a.lk,
-				 dctx + h * a.hd, (int)a.c, 0.0f, dv + h * a.hd, (int)a.c);
-			cpu_gemm(0, 1, (int)a.lq, (int)a.lk, (int)a.hd, 1.0f, dctx + h * a.hd,
-				 (int)a.c, v + h * a.hd, (int)a.c, 0.0f, ds, (int)a.lk);
-			/* through the softmax: dS = P (dP - rowsum(dP P)) */
-			for (int64_t i = 0; i < a.lq; i++) {
-				double dot = 0;
-
-				for (int64_t j = 0; j < a.lk; j++)
-					dot += (double)ds[i * a.lk + j] * p[i * a.lk + j];
-				for (int64_t j = 0; j < a.lk; j++)
-					ds[i * a.lk + j] =
-						(float)(p[i * a.lk + j] * (ds[i * a.lk + j] - dot));
-			}
-			/* S = scale Q K^T: dQ_h = scale dS K_h, dK_h = scale dS^T Q_h */
-			cpu_gemm(0, 0, (int)a.lq, (int)a.hd, (int)a.lk, scale, ds, (int)a.lk,
-				 k + h * a.hd, (int)a.c, 0.0f, dq + h * a.hd, (int)a.c);
-			cpu_gemm(1, 0, (int)a.lk, (int)a.hd, (int)a.lq, scale, ds, (int)a.lk,
-				 q + h * a.hd, (int)a.c, 0.0f, dk + h * a.hd, (int)a.c);
-		}
-		project_bwd(xq, a.lq, a.c, b->w, dq, b->dw, dbias, dxq, 0);
-		/* self-attention sums all three paths into the one input */
-		project_bwd(xk, a.lk, a.c, b->w + cc, dk, b->dw + cc,
-			    dbias ? dbias + a.c : NULL, dxk, self);
-		project_bwd(xk, a.lk, a.c, b->w + 2 * cc, dv, b->dw + 2 * cc,
-			    dbias ? dbias + 2 * a.c : NULL, dxk, 1);
-	}
+	for (int kk = 0; kk < kn->nin; kk++)
+		if (b->din[kk])
+			memset(b->din[kk], 0, (size_t)shape_elems(&kn->in[kk]) * sizeof(float));
+	/* the output projection: dctx = dy Wo, a partial sum when c-split */
+	memset(b->ws + a.dctx, 0, (size_t)(a.n * a.lq * a.c) * sizeof(float));
+	for (int64_t s = 0; s < a.n; s++)
+		project_bwd(b->ws + a.ctx + s * a.lq * a.c, a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
+			    b->dout + s * a.lq * a.cn, dmat_of(&a, b->dw, 3),
+			    dbias_of(kn, &a, b->dw, 3), b->ws + a.dctx + s * a.lq * a.c);
+	if (across_heads(&a, b, b->ws + a.dctx))
+		return -1;
+	for (int64_t s = 0; s < a.n; s++)
+		heads_bwd(kn, &a, b, s);
 	return 0;
 }
 

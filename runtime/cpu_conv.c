@@ -12,9 +12,16 @@
 #include <float.h>
 #include <string.h>
 
+/* A shard's local view: its input (h, w) and output (oh, ow) regions,
+ * and the padding that puts its first window where the whole op's would
+ * be.  A shard split along h or w gets the rows its windows read (the
+ * halo, struct kern), so ph is the op's padding for the first shard and 0
+ * for the others; a window leaves the local input only where it leaves
+ * the whole one.  hend, wend: where the whole input's padding ends, in
+ * local coordinates (average pooling counts up to there). */
 struct conv {
-	int64_t n, c, h, w, oc, oh, ow;
-	int kh, kw, sh, sw, ph, pw, groups;
+	int64_t n, c, h, w, oc, oh, ow, ph, pw, hend, wend;
+	int kh, kw, sh, sw, groups;
 };
 
 static struct conv conv_dims(const struct kern *k)
@@ -30,7 +37,10 @@ static struct conv conv_dims(const struct kern *k)
 	d.oh = k->out.size[2];
 	d.ow = k->out.size[3];
 	d.kh = a->kh, d.kw = a->kw, d.sh = a->sh, d.sw = a->sw;
-	d.ph = a->ph, d.pw = a->pw;
+	d.ph = a->ph + k->ilo[0][2] - k->glo[2] * a->sh;
+	d.pw = a->pw + k->ilo[0][3] - k->glo[3] * a->sw;
+	d.hend = k->igsize[0][2] + a->ph - k->ilo[0][2];
+	d.wend = k->igsize[0][3] + a->pw - k->ilo[0][3];
 	d.groups = a->groups;
 	return d;
 }
@@ -45,7 +55,7 @@ static int64_t conv_ws(const struct kern *k)
 /* The output columns x whose input column x*sw - pw + j lies inside the
  * input: [*x0, *x1).  Hoisting the bounds out of the inner loops leaves
  * them branch-free. */
-static void inside(int64_t ow, int64_t w, int s, int p, int j, int64_t *x0, int64_t *x1)
+static void inside(int64_t ow, int64_t w, int s, int64_t p, int j, int64_t *x0, int64_t *x1)
 {
 	*x0 = 0;
 	while (*x0 < ow && *x0 * s - p + j < 0)
@@ -266,10 +276,10 @@ static struct window avg_window(const struct kern *k, const struct conv *d,
 	w.y1 = w.y0 + d->kh;
 	w.x1 = w.x0 + d->kw;
 	/* PyTorch counts padding but not the part past it (ceil mode) */
-	if (w.y1 > d->h + d->ph)
-		w.y1 = d->h + d->ph;
-	if (w.x1 > d->w + d->pw)
-		w.x1 = d->w + d->pw;
+	if (w.y1 > d->hend)
+		w.y1 = d->hend;
+	if (w.x1 > d->wend)
+		w.x1 = d->wend;
 	w.count = (float)((w.y1 - w.y0) * (w.x1 - w.x0));
 	w.y0 = w.y0 < 0 ? 0 : w.y0;
 	w.x0 = w.x0 < 0 ? 0 : w.x0;

@@ -8,7 +8,11 @@
  * backward) and runs the subsequence that is its own.  Sends never block;
  * a receive waits for a task earlier in the global order, and so does an
  * all-reduce, which the members of a group reach in the same order.  The
- * earliest unfinished task therefore always has what it waits for.
+ * shards of a c-split attention sum their heads' context inside their
+ * task (kbufs.csum, a blocking all-reduce over the c-group): every member
+ * runs that same task, so it too waits only for tasks earlier in the
+ * global order.  The earliest unfinished task therefore always has what
+ * it waits for.
  */
 #include "exec_impl.h"
 
@@ -85,9 +89,24 @@ static int gather(struct exec *e, struct rshard *s, int kk, int j, const float *
 	return AP_OK;
 }
 
-static void fill_kbufs(const struct exec *e, const struct rshard *s, int j, struct kbufs *b)
+/* kbufs.csum: a blocking all-reduce over the shard's c-group. */
+static int csum_group(void *ctx, float *buf, int64_t n)
+{
+	struct cgroup *cg = ctx;
+	int id;
+
+	if (cg->t->ops->iallreduce(cg->t, cg->gid, buf, n, &id))
+		return AP_EFAIL;
+	return cg->t->ops->wait_one(cg->t, id);
+}
+
+static void fill_kbufs(const struct exec *e, struct rshard *s, int j, struct kbufs *b)
 {
 	memset(b, 0, sizeof *b);
+	if (s->cg.gid >= 0) {
+		b->csum = csum_group;
+		b->csum_ctx = &s->cg;
+	}
 	b->w = s->stash ? s->stash[j] : NULL;
 	b->dw = s->dw;
 	b->out = s->out[j];

@@ -36,6 +36,13 @@ struct xfer {
 	float *rbuf;     /* the receiver's copy of the piece */
 };
 
+/* The shards of an op that differ only in their c coordinate, which a
+ * kernel sums buffers over (kbufs.csum). */
+struct cgroup {
+	struct transport *t;
+	int gid;                      /* -1: the op is not split along c here */
+};
+
 /* This rank's shard of an op. */
 struct rshard {
 	int op, k;
@@ -52,6 +59,7 @@ struct rshard {
 	float **stash;                /* [nbuf]: the weights a micro-batch runs with */
 	float *pred;                  /* async-predict: the predicted weights */
 	int gid;                      /* replica group, -1 alone */
+	struct cgroup cg;             /* c-split attention: its heads' group */
 	float **out, **dout, **ws;    /* [nbuf], by micro-batch slot */
 	float **in;                   /* [nbuf * nin] gathered inputs */
 	float *din[KERN_MAX_IN];      /* one micro-batch's input gradients */

@@ -9,7 +9,11 @@
  * row-major order over n, c, h, w, l; a consumer shard needs its own
  * fraction of the input dims that follow its split (op_input_follows())
  * and the whole of every other dim, and gets each overlapping piece from
- * the producer shard that owns it.
+ * the producer shard that owns it.  Two needs the simulator leaves out
+ * are gathered here: the halo of a conv2d or pool split along h or w (the
+ * rows its windows read beyond its share) and the whole keys and values
+ * of attention split along l.  Such pieces overlap between consumer
+ * shards; their gradients add up at the producer.
  */
 #include "exec_impl.h"
 
@@ -35,9 +39,11 @@ int exec_ranks(const struct plan *p)
 }
 
 /* The dims along which the runtime can split op (beyond what the plan
- * validator allows): n always; the rest where a shard computes its part
- * from whole inputs without a halo or a partial sum. */
-static unsigned runnable_dims(const struct graph *g, const struct op *op)
+ * validator allows): n always; c where a shard's output channels need its
+ * slice of the parameters only (a c-split attention runs its heads and
+ * exchanges their context, cpu_attn.c); h and w of windows (the halo is
+ * gathered); l of attention (whole keys and values). */
+static unsigned runnable_dims(const struct op *op)
 {
 	unsigned all = (1u << NDIMS) - 1;
 
@@ -54,32 +60,43 @@ static unsigned runnable_dims(const struct graph *g, const struct op *op)
 	case OP_LINEAR: /* Krizhevsky's model parallelism: output features */
 		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L);
 	case OP_CONV2D:
-		return op->a.groups == 1 ? BIT(DIM_N) | BIT(DIM_C) : BIT(DIM_N);
+		return BIT(DIM_N) | BIT(DIM_H) | BIT(DIM_W) | (op->a.groups == 1 ? BIT(DIM_C) : 0);
 	case OP_MAXPOOL:
 	case OP_AVGPOOL:
+		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_H) | BIT(DIM_W);
 	case OP_ADAPTIVE_AVGPOOL:
 	case OP_EMBEDDING:
 		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L);
+	case OP_ATTENTION:
+		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L);
 	case OP_CONCAT:
-		return all & ~BIT(op->a.axis == NDIMS ? DIM_C : op->a.axis);
+		return all;
 	case OP_LAYERNORM:
 	case OP_SOFTMAX:
 	case OP_LOSS:
 		return op->split_mask; /* never the dim they normalise over */
 	default:
-		(void)g;
 		return BIT(DIM_N);
 	}
 }
 
-int exec_can_split(const struct graph *g, int i, const int degree[NDIMS])
+/* The first dim along which op cannot be split as degree asks, or -1. */
+static int unrunnable_dim(const struct op *op, const int degree[NDIMS])
 {
-	unsigned ok = runnable_dims(g, &g->ops[i]);
+	unsigned ok = runnable_dims(op);
 
 	for (int d = 0; d < NDIMS; d++)
 		if (degree[d] > 1 && !(ok & BIT(d)))
-			return 0;
-	return 1;
+			return d;
+	/* a c-split attention shard runs whole heads */
+	if (op->kind == OP_ATTENTION && op->a.heads % degree[DIM_C])
+		return DIM_C;
+	return -1;
+}
+
+int exec_can_split(const struct graph *g, int i, const int degree[NDIMS])
+{
+	return unrunnable_dim(&g->ops[i], degree) < 0;
 }
 
 int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
@@ -87,7 +104,7 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 {
 	for (int i = 0; i < g->nops; i++) {
 		const struct op *op = &g->ops[i];
-		unsigned ok = runnable_dims(g, op);
+		int d;
 
 		if (op->imported || op->kind == OP_OPAQUE)
 			return ap_err(AP_EINPUT, path, 0,
@@ -114,14 +131,22 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 					      "operator '%s' (linear): its input's features must "
 					      "be the last dim to be run", op->name);
 		}
-		for (int d = 0; d < NDIMS; d++)
-			if (p->ops[i].degree[d] > 1 && !(ok & BIT(d)))
-				return ap_err(AP_EINPUT, path, 0,
-					      "operator '%s' (%s) split along '%s': not executable "
-					      "by the runtime yet (it splits every operator along n, "
-					      "linear and conv2d along their output channels, "
-					      "element-wise operators along any dim)",
-					      op->name, op_kind_name(op->kind), dim_name(d));
+		d = unrunnable_dim(op, p->ops[i].degree);
+		if (d >= 0 && op->kind == OP_ATTENTION && d == DIM_C)
+			return ap_err(AP_EINPUT, path, 0,
+				      "operator '%s' (attention) split %d ways along 'c': not "
+				      "executable by the runtime yet (a shard runs whole heads, "
+				      "and %d heads do not divide so)", op->name,
+				      p->ops[i].degree[DIM_C], op->a.heads);
+		if (d >= 0)
+			return ap_err(AP_EINPUT, path, 0,
+				      "operator '%s' (%s) split along '%s': not executable "
+				      "by the runtime yet (it splits every operator along n, "
+				      "linear, conv2d and attention along their output "
+				      "channels, conv2d and pools along h and w, attention "
+				      "along l, element-wise operators and concat along any "
+				      "dim)",
+				      op->name, op_kind_name(op->kind), dim_name(d));
 	}
 	return AP_OK;
 }
@@ -151,20 +176,74 @@ void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k
 	}
 }
 
-/* What consumer shard k of op c needs of its input kk. */
+/* The input rows (or columns) [*lo, *hi) that the windows of output
+ * rows [olo, ohi) of a conv2d or pool read along one dim (kernel k,
+ * stride st, padding p): its share and the halo, clipped to the input's
+ * sz (what lies outside is padding). */
+static void window_span(int64_t olo, int64_t ohi, int k, int st, int p, int64_t sz,
+			int64_t *lo, int64_t *hi)
+{
+	*lo = olo * st - p;
+	*hi = (ohi - 1) * st - p + k;
+	*lo = *lo < 0 ? 0 : *lo;
+	*hi = *hi > sz ? sz : *hi;
+	if (*lo >= *hi) { /* windows over padding only: one row keeps it simple */
+		*lo = *lo < sz ? *lo : sz - 1;
+		*hi = *lo + 1;
+	}
+}
+
+static enum dim_kind concat_axis(const struct op *op)
+{
+	return op->a.axis == NDIMS ? DIM_C : op->a.axis;
+}
+
+/* The part of input kk that output [olo, ohi) of a concat along its axis
+ * holds: the input's overlap with that range, shifted by where the input
+ * starts; empty ([0, 0)) when there is none. */
+static void concat_span(const struct graph *g, const struct op *op, int kk, int64_t olo,
+			int64_t ohi, int64_t *lo, int64_t *hi)
+{
+	enum dim_kind d = concat_axis(op);
+	int64_t at = 0, sz = shape_size(&g->ops[op->in[kk]].out, d);
+
+	for (int q = 0; q < kk; q++)
+		at += shape_size(&g->ops[op->in[q]].out, d);
+	*lo = (olo > at ? olo : at) - at;
+	*hi = (ohi < at + sz ? ohi : at + sz) - at;
+	if (*hi <= *lo)
+		*lo = *hi = 0;
+}
+
+/* What consumer shard k of op c needs of its input kk: its own fraction
+ * of the dims that follow the split, the whole of the others; a window
+ * op's h and w its windows' rows and columns; attention its queries'
+ * rows of the query input and whole keys and values; a concat split
+ * along its axis the inputs' parts in its share (none of some). */
 static void need_region(const struct exec *e, int c, int k, int kk, struct region *r)
 {
 	const struct op *op = &e->g->ops[c];
+	const struct op_attrs *a = &op->a;
 	const struct shape *t = &e->g->ops[op->in[kk]].out;
 	const int *deg = e->p->ops[c].degree;
+	int window = op->kind == OP_CONV2D || op->kind == OP_MAXPOOL || op->kind == OP_AVGPOOL;
 	int coord[NDIMS];
 	struct region own;
 
 	exec_shard_region(e->g, e->p, c, k, e->mb_n, &own, coord);
 	for (int d = 0; d < NDIMS; d++) {
 		int64_t sz = extent(t, d, e->mb_n);
+		int fol = shape_dim(t, d) >= 0 && op_input_follows(op, kk, d);
 
-		if (shape_dim(t, d) >= 0 && op_input_follows(op, kk, d)) {
+		if (op->kind == OP_ATTENTION && d == DIM_L)
+			fol = kk == 0 && op->nin == 2;
+		if (op->kind == OP_CONCAT && d == (int)concat_axis(op)) {
+			concat_span(e->g, op, kk, own.lo[d], own.hi[d], &r->lo[d], &r->hi[d]);
+		} else if (fol && window && d == DIM_H) {
+			window_span(own.lo[d], own.hi[d], a->kh, a->sh, a->ph, sz, &r->lo[d], &r->hi[d]);
+		} else if (fol && window && d == DIM_W) {
+			window_span(own.lo[d], own.hi[d], a->kw, a->sw, a->pw, sz, &r->lo[d], &r->hi[d]);
+		} else if (fol) {
 			r->lo[d] = coord[d] * sz / deg[d];
 			r->hi[d] = (coord[d] + 1) * sz / deg[d];
 		} else {
@@ -249,6 +328,8 @@ static int connect(struct exec *e, int c, int kk)
 		int crank = pc->devices[k];
 
 		need_region(e, c, k, kk, &need);
+		if (crank == me)
+			e->sh[e->mine[c]].inreg[kk] = need;
 		for (int kp = 0; kp < pp->ndev; kp++) {
 			struct region own;
 			struct src x = { .op = pi, .k = kp, .rank = pp->devices[kp], .xfer = -1 };
@@ -261,13 +342,8 @@ static int connect(struct exec *e, int c, int kk)
 				if (x.xfer < 0 && (x.xfer = new_xfer(e, pi, kp, c, crank, &x)) < 0)
 					return AP_EFAIL;
 			}
-			if (crank == me) {
-				struct rshard *s = &e->sh[e->mine[c]];
-
-				s->inreg[kk] = need;
-				if (add_src(s, kk, &x))
-					return AP_EFAIL;
-			}
+			if (crank == me && add_src(&e->sh[e->mine[c]], kk, &x))
+				return AP_EFAIL;
 		}
 	}
 	return AP_OK;
@@ -298,10 +374,17 @@ static int shard_setup(struct exec *e, struct rshard *s)
 		kn->gsize[q] = op->out.size[q];
 	}
 	for (int kk = 0; kk < nin; kk++) {
-		const struct src *x = &s->src[kk][0];
+		const struct src *x = s->nsrc[kk] ? &s->src[kk][0] : NULL;
+		const struct shape *xs = &g->ops[op->in[kk]].out;
 		struct region prod;
 
-		region_shape(&g->ops[op->in[kk]].out, &s->inreg[kk], &kn->in[kk]);
+		region_shape(xs, &s->inreg[kk], &kn->in[kk]);
+		for (int q = 0; q < xs->rank; q++) {
+			kn->ilo[kk][q] = s->inreg[kk].lo[xs->kind[q]];
+			kn->igsize[kk][q] = xs->size[q];
+		}
+		if (!x) /* a concat shard holding none of this input */
+			continue;
 		exec_shard_region(g, e->p, op->in[kk], x->k, e->mb_n, &prod, NULL);
 		s->alias[kk] = s->nsrc[kk] == 1 && x->xfer < 0 &&
 			       region_equal(&x->o, &s->inreg[kk]) && region_equal(&prod, &x->o);
@@ -461,6 +544,44 @@ static int groups_setup(struct exec *e)
 	return st;
 }
 
+/* c-groups: the shards of a c-split attention with the same coordinates
+ * but c exchange their heads' context (cpu_attn.c).  Every rank creates
+ * them in the same order, after the replica groups. */
+static int cgroups_setup(struct exec *e)
+{
+	const struct plan *p = e->p;
+	int *ranks = malloc((size_t)exec_ranks(p) * sizeof *ranks), st = AP_OK;
+
+	if (!ranks)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int i = 0; i < e->g->nops && !st; i++) {
+		const struct plan_op *po = &p->ops[i];
+		int dc = po->degree[DIM_C], stride = 1;
+
+		if (e->g->ops[i].kind != OP_ATTENTION || dc < 2)
+			continue;
+		for (int d = DIM_C + 1; d < NDIMS; d++)
+			stride *= po->degree[d];
+		/* the first member of each group: c coordinate 0 */
+		for (int k = 0; k < po->ndev && !st; k++) {
+			int gid, mine = -1;
+
+			if (k / stride % dc)
+				continue;
+			for (int ci = 0; ci < dc; ci++) {
+				ranks[ci] = po->devices[k + ci * stride];
+				if (e->mine[i] >= 0 && e->sh[e->mine[i]].k == k + ci * stride)
+					mine = ci;
+			}
+			st = e->t->ops->group(e->t, ranks, dc, &gid);
+			if (!st && mine >= 0)
+				e->sh[e->mine[i]].cg.gid = gid;
+		}
+	}
+	free(ranks);
+	return st;
+}
+
 /* Stage depths (longest path along `next`) and the order of the items. */
 static int order_setup(struct exec *e)
 {
@@ -575,6 +696,8 @@ int exec_layout(struct exec *e)
 			continue;
 		s = &e->sh[e->mine[i]];
 		s->op = i;
+		s->cg.t = e->t;
+		s->cg.gid = -1;
 		for (int k = 0; k < p->ops[i].ndev; k++)
 			if (p->ops[i].devices[k] == me)
 				s->k = k;
@@ -594,6 +717,8 @@ int exec_layout(struct exec *e)
 	}
 	if (!st)
 		st = groups_setup(e);
+	if (!st)
+		st = cgroups_setup(e);
 	if (!st)
 		st = xfer_setup(e);
 	return st;

@@ -8,8 +8,9 @@
 
 #include "rng.h"
 
-/* The output channels of op i and, for the row-sliced kinds, the weight
- * floats per channel (its fan-in); 0 for kinds held whole. */
+/* For the row-sliced kinds, the weight floats per output channel (its
+ * fan-in); 0 for kinds held whole.  Attention has four such matrices
+ * (q, k, v, o), linear and conv2d one. */
 static int64_t row_len(const struct graph *g, int i)
 {
 	const struct op *op = &g->ops[i];
@@ -17,6 +18,7 @@ static int64_t row_len(const struct graph *g, int i)
 
 	switch (op->kind) {
 	case OP_LINEAR:
+	case OP_ATTENTION:
 		return shape_size(x, DIM_C);
 	case OP_CONV2D:
 		return shape_size(x, DIM_C) / op->a.groups * op->a.kh * op->a.kw;
@@ -25,13 +27,18 @@ static int64_t row_len(const struct graph *g, int i)
 	}
 }
 
+static int blocks(const struct op *op)
+{
+	return op->kind == OP_ATTENTION ? 4 : 1;
+}
+
 int64_t params_count(const struct graph *g, int i, int64_t cn)
 {
 	const struct op *op = &g->ops[i];
 	int64_t rl = row_len(g, i);
 
 	if (rl > 0)
-		return cn * rl + (op->a.bias ? cn : 0);
+		return blocks(op) * (cn * rl + (op->a.bias ? cn : 0));
 	if (op->kind == OP_EMBEDDING)
 		return op->a.vocab * cn;
 	return op->params;
@@ -52,8 +59,6 @@ void params_init(const struct graph *g, int i, uint64_t seed, float *full)
 		}
 		return;
 	}
-	if (op->kind == OP_ATTENTION)
-		fan = g->ops[op->in[0]].out.size[2];
 	/* an embedding row is a token's vector: unit-scale, as N(0, 1) */
 	bound = op->kind == OP_EMBEDDING ? sqrt(3.0) : 1.0 / sqrt((double)(fan > 0 ? fan : 1));
 	for (int64_t k = 0; k < n; k++)
@@ -66,14 +71,17 @@ void params_slice(const struct graph *g, int i, int64_t c_lo, int64_t cn, float 
 {
 	const struct op *op = &g->ops[i];
 	int64_t rl = row_len(g, i), cout = op->out.size[shape_dim(&op->out, DIM_C)];
-	int64_t parts[2][3]; /* (offset in full, offset in slice, floats) */
-	int np = 0;
+	int64_t parts[8][3]; /* (offset in full, offset in slice, floats) */
+	int np = 0, nb = blocks(op);
 
+	/* the weight blocks [cout][rl], then their biases [cout] */
 	if (rl > 0) {
-		parts[np][0] = c_lo * rl, parts[np][1] = 0, parts[np][2] = cn * rl, np++;
-		if (op->a.bias)
-			parts[np][0] = cout * rl + c_lo, parts[np][1] = cn * rl,
-			parts[np][2] = cn, np++;
+		for (int k = 0; k < nb; k++)
+			parts[np][0] = (k * cout + c_lo) * rl, parts[np][1] = k * cn * rl,
+			parts[np][2] = cn * rl, np++;
+		for (int k = 0; k < nb && op->a.bias; k++)
+			parts[np][0] = nb * cout * rl + k * cout + c_lo,
+			parts[np][1] = nb * cn * rl + k * cn, parts[np][2] = cn, np++;
 	} else if (op->kind == OP_EMBEDDING) {
 		for (int64_t v = 0; v < op->a.vocab; v++) {
 			float *f = full + v * cout + c_lo, *s = slice + v * cn;

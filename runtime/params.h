@@ -3,8 +3,9 @@
  * op's whole parameter tensor, its seeded initial values, and the slice a
  * shard owns.  Parameters are indexed by the output channel (plan.h's
  * rule): a shard with output channels [c_lo, c_lo + cn) owns those rows of
- * a linear's or conv2d's weight and bias, those columns of an embedding
- * table; ops that cannot be split along c own everything.
+ * a linear's or conv2d's weight and bias, of each of attention's four
+ * projections and biases, those columns of an embedding table; ops that
+ * cannot be split along c own everything.
  */
 #ifndef AUTOPAR_PARAMS_H
 #define AUTOPAR_PARAMS_H

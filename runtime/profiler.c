@@ -83,8 +83,13 @@ int profiler_measure(const struct backend *be, const struct graph *g, int i,
 	shard_of(op, -1, &op->out, degree, &k.out);
 	for (int q = 0; q < op->out.rank; q++)
 		k.gsize[q] = op->out.size[q];
-	for (int kk = 0; kk < op->nin; kk++)
-		shard_of(op, kk, &g->ops[op->in[kk]].out, degree, &k.in[kk]);
+	for (int kk = 0; kk < op->nin; kk++) {
+		const struct shape *x = &g->ops[op->in[kk]].out;
+
+		shard_of(op, kk, x, degree, &k.in[kk]);
+		for (int q = 0; q < x->rank; q++)
+			k.igsize[kk][q] = x->size[q];
+	}
 	cn = shape_size(&k.out, DIM_C);
 	k.nparams = op->params > 0 ? params_count(g, i, cn) : 0;
 	nout = shape_elems(&k.out);

@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "model_io.h"
 #include "params.h"
+#include "region.h"
 #include "rng.h"
 
 struct fixture {
@@ -54,6 +55,8 @@ static void setup(struct fixture *f, const char *text, const char *name)
 		const struct op *src = &f->g.ops[op->in[kk]];
 
 		f->k.in[kk] = src->out;
+		for (int q = 0; q < src->out.rank; q++)
+			f->k.igsize[kk][q] = src->out.size[q];
 		f->nin_el[kk] = shape_elems(&src->out);
 		f->in[kk] = calloc((size_t)f->nin_el[kk], sizeof(float));
 		f->din[kk] = calloc((size_t)f->nin_el[kk], sizeof(float));
@@ -394,6 +397,131 @@ static void test_fwd_attention(void **state)
 
 /* The dropout mask depends on where an element is in the whole batch, not
  * on the shard that computes it. */
+/* The whole region of shape s. */
+static void whole(const struct shape *s, struct region *r)
+{
+	for (int d = 0; d < NDIMS; d++) {
+		int q = shape_dim(s, d);
+
+		r->lo[d] = 0;
+		r->hi[d] = q >= 0 ? s->size[q] : 1;
+	}
+}
+
+static void expect_close(const float *a, const float *b, int64_t n, const char *what)
+{
+	double big = 0, diff = 0;
+
+	for (int64_t e = 0; e < n; e++) {
+		big = fmax(big, fabs((double)b[e]));
+		diff = fmax(diff, fabs((double)a[e] - b[e]));
+	}
+	if (diff > 1e-5 * big) {
+		print_error("%s: shards differ from the whole op by %g (of %g)\n", what, diff, big);
+		fail();
+	}
+}
+
+/* The contract of struct kern for an op split D ways along dim d of its
+ * output: each shard gets the input its outputs read (a window op's rows
+ * with the halo, clipped to the input; attention's whole keys and
+ * values), computes its part of the output, and its input and weight
+ * gradients sum to the whole op's. */
+static void split_check(const char *text, const char *name, enum dim_kind d, int D)
+{
+	struct fixture f;
+	struct kbufs b;
+	const struct op_attrs *a;
+	const struct shape *xs;
+	struct region wout, win;
+	float *din_sum, *dw_sum;
+	int qo, qi, window;
+
+	setup(&f, text, name);
+	a = &f.g.ops[f.op].a;
+	xs = &f.k.in[0];
+	window = f.g.ops[f.op].kind != OP_ATTENTION;
+	qo = shape_dim(&f.k.out, d);
+	qi = shape_dim(xs, d);
+	objective(&f);
+	bufs(&f, &b);
+	assert_int_equal(f.ko->bwd(&f.k, &b), 0);
+	whole(&f.k.out, &wout);
+	whole(xs, &win);
+	din_sum = calloc((size_t)f.nin_el[0], sizeof(float));
+	dw_sum = calloc((size_t)f.nw + 1, sizeof(float));
+	for (int i = 0; i < D; i++) {
+		struct kern k = f.k;
+		struct region ro = wout, ri = win;
+		int kw = d == DIM_H ? a->kh : a->kw, st = d == DIM_H ? a->sh : a->sw;
+		int pd = d == DIM_H ? a->ph : a->pw;
+		int64_t no, ni, nws;
+		float *x, *dx, *y, *dy, *ws, *dw;
+
+		ro.lo[d] = i * f.k.out.size[qo] / D;
+		ro.hi[d] = (i + 1) * f.k.out.size[qo] / D;
+		if (window) {
+			ri.lo[d] = ro.lo[d] * st - pd > 0 ? ro.lo[d] * st - pd : 0;
+			ri.hi[d] = (ro.hi[d] - 1) * st - pd + kw;
+			ri.hi[d] = ri.hi[d] < xs->size[qi] ? ri.hi[d] : xs->size[qi];
+		}
+		region_shape(&f.k.out, &ro, &k.out);
+		region_shape(xs, &ri, &k.in[0]);
+		k.glo[qo] = ro.lo[d];
+		k.ilo[0][qi] = ri.lo[d];
+		no = region_elems(&ro);
+		ni = region_elems(&ri);
+		nws = f.ko->ws_floats ? f.ko->ws_floats(&k) : 0;
+		x = calloc((size_t)ni, sizeof(float));
+		dx = calloc((size_t)ni, sizeof(float));
+		y = calloc((size_t)no, sizeof(float));
+		dy = calloc((size_t)no, sizeof(float));
+		ws = calloc((size_t)nws + 1, sizeof(float));
+		dw = calloc((size_t)f.nw + 1, sizeof(float));
+		region_copy(xs, &ri, x, &ri, f.in[0], &win, 0);
+		region_copy(&f.k.out, &ro, dy, &ro, f.dout, &wout, 0);
+		memset(&b, 0, sizeof b);
+		b.in[0] = x;
+		b.din[0] = dx;
+		b.w = f.w;
+		b.dw = dw;
+		b.out = y;
+		b.dout = dy;
+		b.ws = ws;
+		assert_int_equal(f.ko->fwd(&k, &b), 0);
+		assert_int_equal(f.ko->bwd(&k, &b), 0);
+		/* the output against the whole op's, in place */
+		region_copy(&f.k.out, &ro, dy, &ro, f.out, &wout, 0);
+		expect_close(y, dy, no, "output");
+		region_copy(xs, &ri, din_sum, &win, dx, &ri, 1);
+		for (int64_t e = 0; e < f.nw; e++)
+			dw_sum[e] += dw[e];
+		free(x);
+		free(dx);
+		free(y);
+		free(dy);
+		free(ws);
+		free(dw);
+	}
+	expect_close(din_sum, f.din[0], f.nin_el[0], "input gradient");
+	expect_close(dw_sum, f.dw, f.nw, "weight gradient");
+	free(din_sum);
+	free(dw_sum);
+	teardown(&f);
+}
+
+static void test_split_shards(void **state)
+{
+	(void)state;
+	split_check(M("input x c=4 h=9 w=6\nconv2d y x out=6 k=3 stride=2 pad=1\n"), "y", DIM_H, 3);
+	split_check(M("input x c=4 h=5 w=8\nconv2d y x out=4 k=3 pad=1\n"), "y", DIM_W, 4);
+	split_check(M("input x c=2 h=8 w=7\nmaxpool y x k=3 stride=2 pad=1\n"), "y", DIM_H, 2);
+	split_check(M("input x c=2 h=8 w=7\navgpool y x k=3 stride=2 pad=1 ceil=1\n"), "y",
+		    DIM_W, 2);
+	split_check(M("input x l=7 c=8\nattention y x heads=2 causal=1\n"), "y", DIM_L, 3);
+	split_check(M("input x l=6 c=8\nattention y x heads=4\n"), "y", DIM_L, 2);
+}
+
 static void test_dropout_mask_split(void **state)
 {
 	struct fixture f;
@@ -435,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_fwd_conv),
 		cmocka_unit_test(test_fwd_linear_norm_loss),
 		cmocka_unit_test(test_fwd_attention),
+		cmocka_unit_test(test_split_shards),
 		cmocka_unit_test(test_dropout_mask_split),
 	};
 
