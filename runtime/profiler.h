@@ -24,4 +24,12 @@ int profiler_measure(const struct backend *be, const struct graph *g, int i,
 		     const int degree[NDIMS], double *fwd_us, double *bwd_us,
 		     int64_t *ws_bytes);
 
+/* A device's measured rates with backend be (initialised): the float32
+ * GEMM rate (an n x n x n product), the copy bandwidth (bytes read and
+ * written per second, over `bytes`) and the cost of one tiny kernel;
+ * each the median of its repeats after warm-up, into d's rate fields. */
+struct device_spec;
+int profiler_device(const struct backend *be, int gemm_n, int64_t bytes,
+		    struct device_spec *d);
+
 #endif
