@@ -58,17 +58,22 @@ struct conv_plan {
 static struct conv_plan *plans;
 static int nplans, cap_plans;
 
-/* The first of cuDNN's ranked algorithms that works within the limit. */
+/* The first of cuDNN's ranked algorithms that works within the limit,
+ * deterministic ones first: a plan's ranks then sum their gradients in
+ * one order, and --check compares runs that repeat exactly. */
 #define PICK(perf, n, out, ws)                                                 \
 	do {                                                                   \
 		int found_ = 0;                                                \
-		for (int q_ = 0; q_ < (n) && !found_; q_++)                    \
-			if ((perf)[q_].status == CUDNN_STATUS_SUCCESS &&       \
-			    (perf)[q_].memory <= cuda_ctx.ws_limit) {          \
-				(out) = (perf)[q_].algo;                       \
-				(ws) = (perf)[q_].memory;                      \
-				found_ = 1;                                    \
-			}                                                      \
+		for (int pass_ = 0; pass_ < 2 && !found_; pass_++)             \
+			for (int q_ = 0; q_ < (n) && !found_; q_++)            \
+				if ((perf)[q_].status == CUDNN_STATUS_SUCCESS && \
+				    (perf)[q_].memory <= cuda_ctx.ws_limit &&  \
+				    (pass_ || (perf)[q_].determinism ==        \
+						      CUDNN_DETERMINISTIC)) {  \
+					(out) = (perf)[q_].algo;               \
+					(ws) = (perf)[q_].memory;              \
+					found_ = 1;                            \
+				}                                              \
 		if (!found_)                                                   \
 			return ap_err(AP_EFAIL, "cudnn", 0,                    \
 				      "no convolution algorithm fits a workspace of %zu bytes", \
