@@ -32,6 +32,14 @@ NCCL_H   := $(wildcard $(CUDA_HOME)/include/nccl.h)
 ifeq ($(CUDA),0)
 NVCC     :=
 endif
+# The CUDA backend (backend_cuda.c, cuda_*.cu) needs nvcc and cuDNN; its
+# NCCL transport (transport_nccl.cu) NCCL as well.  What is missing links
+# as cuda_stub.c, which says "not built with CUDA".  CUDA_ARCH: the oldest
+# GPU the kernels are compiled for (PTX runs on newer ones).
+CUDA_ARCH ?= 75
+NVFLAGS  := -O2 -std=c++17 -arch=sm_$(CUDA_ARCH) -Icore -Iruntime \
+            -Xcompiler -Wall,-Wextra --Werror all-warnings
+CUDA_ONLY := runtime/backend_cuda.c
 ifneq ($(NVCC),)
 CUDA_VER := $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 CUDA_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
@@ -45,13 +53,21 @@ CUDA_MSG := cuda no (stubs)
 endif
 ifneq ($(and $(NVCC),$(CUDNN_H)),)
 CUDNN_MSG := cudnn yes
+NCCL_CU  := runtime/transport_nccl.cu runtime/comm_bench.cu
+CUDA_CU  := $(filter-out runtime/gpu_cuda.cu $(NCCL_CU),$(wildcard runtime/*.cu))
+GPU_OBJ  += $(CUDA_CU:%.cu=$(BUILD)/%.o) $(CUDA_ONLY:%.c=$(BUILD)/%.o)
+LDLIBS   += -lcudnn -lcublas -lstdc++
 else
 CUDNN_MSG := cudnn no
+GPU_OBJ  += $(BUILD)/runtime/cuda_stub.o
 endif
-ifneq ($(and $(NVCC),$(NCCL_H)),)
+ifneq ($(and $(NVCC),$(CUDNN_H),$(NCCL_H)),)
 NCCL_MSG := nccl yes
+GPU_OBJ  += $(NCCL_CU:%.cu=$(BUILD)/%.o)
+LDLIBS   += -lnccl
 else
 NCCL_MSG := nccl no
+GPU_OBJ  += $(BUILD)/runtime/nccl_stub.o
 endif
 ifeq ($(MAKELEVEL),0)
 $(info autopar: $(CUDA_MSG), $(CUDNN_MSG), $(NCCL_MSG) under $(CUDA_HOME))
@@ -61,7 +77,8 @@ endif
 CORE_SRC := $(wildcard core/*.c)
 PLAN_SRC := $(wildcard planners/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
-RT_SRC   := $(filter-out runtime/gpu_stub.c,$(wildcard runtime/*.c))
+RT_SRC   := $(filter-out runtime/gpu_stub.c runtime/cuda_stub.c runtime/nccl_stub.c \
+              $(CUDA_ONLY),$(wildcard runtime/*.c))
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 
@@ -76,7 +93,7 @@ endif
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 # A change of flags (PREFIX, SAN, CUDA) rebuilds everything it affects.
-FLAGS_NOW  := $(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
+FLAGS_NOW  := $(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(NVFLAGS)
 FLAGS_FILE := $(BUILD)/.flags
 ifneq ($(FLAGS_NOW),$(file < $(FLAGS_FILE)))
 $(shell mkdir -p $(BUILD))
@@ -93,9 +110,9 @@ $(BUILD)/%.o: %.c $(FLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/runtime/gpu_cuda.o: runtime/gpu_cuda.cu runtime/gpu.h $(FLAGS_FILE)
+$(BUILD)/runtime/%.o: runtime/%.cu $(FLAGS_FILE)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -Icore -Iruntime -c $< -o $@
+	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@

@@ -1,13 +1,18 @@
 /*
  * `autopar profile`: builds a profile directory (ops.csv, device.csv) for a
- * device.  On a device the runtime has a backend for (cpu) it measures
- * every operator shard of the given models that the runtime can execute
- * with that backend (runtime/profiler.h), and fills the splits it cannot
- * execute with roofline rows; --analytic writes roofline rows from the
- * device's datasheet specs only, so planners can run before any
+ * device.  On a device the runtime has a backend for (cpu; cuda[:N], whose
+ * device row is measured too: GEMM rate, copy bandwidth, launch cost) it
+ * measures every operator shard of the given models that the runtime can
+ * execute with that backend (runtime/profiler.h), and fills the splits it
+ * cannot execute with roofline rows; --analytic writes roofline rows from
+ * the device's datasheet specs only, so planners can run before any
  * measurement.  An existing profile in the directory is extended: measured
- * rows are measured again, other rows already there are kept.
+ * rows are measured again, other rows already there are kept.  --comm
+ * writes comm.csv instead: NCCL all-reduce and send/recv bandwidth over
+ * message sizes on this machine's GPUs (runtime/comm_bench.h).
  */
+#include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,21 +22,26 @@
 
 #include "args.h"
 #include "backend.h"
+#include "comm_bench.h"
+#include "csvio.h"
 #include "commands.h"
 #include "datadir.h"
 #include "device.h"
 #include "err.h"
+#include "gpu.h"
 #include "graph.h"
 #include "model_io.h"
 #include "profile.h"
 #include "profiler.h"
 #include "roofline.h"
+#include "transport.h"
 
 #define WHO "autopar profile"
 
 static const char usage[] =
 	"usage: autopar profile [--analytic] -d DEVICE -m MODEL [-m MODEL ...]\n"
 	"                       [-b BATCH] [--max-degree N] -o DIR\n"
+	"       autopar profile --comm [--gpus N] [--max-bytes B] -o DIR\n"
 	"\n"
 	"Writes a profile directory DIR (ops.csv, device.csv) for DEVICE, a row of\n"
 	"profiles/devices.csv, covering every operator shard of every MODEL (a zoo\n"
@@ -43,12 +53,23 @@ static const char usage[] =
 	"A profile already in DIR is extended: its measured rows are measured\n"
 	"again, its other rows kept, and its device must be DEVICE.\n"
 	"\n"
+	"DEVICE cuda or cuda:N measures GPU N (default 0) with the CUDA backend:\n"
+	"the device row is measured as well (float32 GEMM rate, copy bandwidth,\n"
+	"the cost of a tiny kernel) and named after the GPU; time is taken after\n"
+	"warm-up, once the device has run everything queued.  --comm writes\n"
+	"DIR/comm.csv: NCCL all-reduce over N GPUs (default all) and send/recv\n"
+	"between two, over message sizes from 4 KiB to B bytes (default 256 MiB),\n"
+	"after checking the all-reduce's sum.\n"
+	"\n"
 	"  --analytic          roofline rows from the device specs only\n"
 	"  -d, --device NAME   device kind (profiles/devices.csv)\n"
 	"  -m, --model MODEL   a model to cover; repeat for more\n"
 	"  -b, --batch N       batch size (default: each model's own)\n"
 	"  --max-degree N      most shards per operator (default 8)\n"
 	"  -o, --output DIR    the profile directory, created if missing\n"
+	"  --comm              measure NCCL bandwidth into DIR/comm.csv\n"
+	"  --gpus N            GPUs of --comm (default: all)\n"
+	"  --max-bytes B       largest --comm message (default 268435456)\n"
 	"  -h, --help          show this text\n";
 
 static int same_spec(const struct device_spec *a, const struct device_spec *b)
@@ -114,7 +135,7 @@ static int measure_row(const int degree[NDIMS], void *ctx)
 	int64_t ws;
 	int rc;
 
-	if (!exec_can_split(c->g, c->i, degree))
+	if (!exec_can_split(c->be, c->g, c->i, degree))
 		return AP_OK;
 	rc = graph_op_signature(c->g, c->i, degree, sig, sizeof sig);
 	if (!rc)
@@ -139,15 +160,103 @@ static int measure_model(const struct backend *be, struct profile *p,
 	return rc;
 }
 
+/* "cuda" or "cuda:N": 1 with the device index in *dev; else 0 */
+static int cuda_device(const char *device, int *dev)
+{
+	char *end;
+
+	*dev = 0;
+	if (strncmp(device, "cuda", 4) || (device[4] && device[4] != ':'))
+		return 0;
+	if (device[4] == ':')
+		*dev = (int)strtol(device + 5, &end, 10);
+	return device[4] != ':' || (*end == '\0' && end != device + 5 && *dev >= 0) ? 1 : -1;
+}
+
+/* GPU dev's row of devices.csv, measured with the CUDA backend: named
+ * after the GPU (lowercase, '-' for what a name may not hold) */
+static int measure_gpu(int dev, struct device_spec *d)
+{
+	char gpu[256];
+	long long mem = 0;
+	size_t k = 0;
+	int st = gpu_select(dev);
+
+	memset(d, 0, sizeof *d);
+	if (!st)
+		st = backend_cuda.init();
+	if (!st)
+		st = gpu_properties(dev, gpu, sizeof gpu, &mem);
+	if (!st)
+		st = profiler_device(&backend_cuda, 4096, (int64_t)256 << 20, d);
+	if (st)
+		return st;
+	for (const char *c = gpu; *c && k + 1 < sizeof d->name; c++) {
+		char x = (char)tolower((unsigned char)*c);
+
+		if (isalnum((unsigned char)x) || x == '.' || x == '_')
+			d->name[k++] = x;
+		else if (k && d->name[k - 1] != '-')
+			d->name[k++] = '-';
+	}
+	while (k && d->name[k - 1] == '-')
+		d->name[--k] = '\0';
+	if (!spec_name_valid(d->name, sizeof d->name))
+		snprintf(d->name, sizeof d->name, "cuda%d", dev);
+	d->mem_bytes = mem;
+	snprintf(d->description, sizeof d->description, "%.100s, measured by autopar profile",
+		 gpu);
+	return AP_OK;
+}
+
+struct comm_rows {
+	const struct comm_row *r;
+	int n;
+};
+
+static int write_comm(FILE *f, void *ctx)
+{
+	const struct comm_rows *c = ctx;
+	const struct comm_row *r = c->r;
+	int n = c->n;
+
+	fprintf(f, "op,devices,bytes,time_us,algbw_bytes_per_s,busbw_bytes_per_s\n");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s,%d,%lld,%.3f,%.6g,%.6g\n", r[i].op, r[i].devices,
+			(long long)r[i].bytes, r[i].time_us, r[i].algbw_bytes_per_s,
+			r[i].busbw_bytes_per_s);
+	return ferror(f) ? AP_EFAIL : AP_OK;
+}
+
+/* `autopar profile --comm`: DIR/comm.csv */
+static int run_comm(const char *outdir, int gpus, long long max_bytes)
+{
+	struct comm_row *rows = NULL;
+	char path[PATH_MAX];
+	int n = 0, rc = comm_bench(gpus, max_bytes, &rows, &n);
+	struct comm_rows ctx = { rows, n };
+
+	if (!rc && mkdir(outdir, 0777) != 0 && errno != EEXIST)
+		rc = ap_err(AP_EINPUT, outdir, 0, "cannot create the directory: %s", strerror(errno));
+	if (!rc) {
+		snprintf(path, sizeof path, "%s/comm.csv", outdir);
+		rc = write_atomic(path, write_comm, &ctx);
+	}
+	if (!rc)
+		printf("%s: %d rows of NCCL bandwidth\n", path, n);
+	free(rows);
+	return rc;
+}
+
 static int run(int argc, char **argv)
 {
 	struct device_spec dev;
 	struct profile p;
 	struct graph g;
 	char path[PATH_MAX];
-	int rc = AP_OK, before, npos, analytic = 0, measured = 0;
+	int rc = AP_OK, before, npos, analytic = 0, measured = 0, comm = 0, cuda, gpu;
 	const struct backend *be = NULL;
-	long long batch = 0, max_degree = 8;
+	long long batch = 0, max_degree = 8, gpus = 0, max_bytes = (long long)256 << 20;
 	const char *device = NULL, *outdir = NULL;
 	struct opt_list models = { calloc((size_t)argc, sizeof(char *)), 0 };
 	const struct opt opts[] = {
@@ -157,6 +266,9 @@ static int run(int argc, char **argv)
 		{ "-b", "--batch", OPT_POS_INT, &batch },
 		{ NULL, "--max-degree", OPT_POS_INT, &max_degree },
 		{ "-o", "--output", OPT_STR, &outdir },
+		{ NULL, "--comm", OPT_FLAG, &comm },
+		{ NULL, "--gpus", OPT_POS_INT, &gpus },
+		{ NULL, "--max-bytes", OPT_POS_INT, &max_bytes },
 		{ 0 },
 	};
 
@@ -169,18 +281,34 @@ static int run(int argc, char **argv)
 	rc = args_parse("profile", argc, argv, opts, NULL, 0, &npos);
 	if (rc)
 		goto out;
+	if (comm) {
+		rc = outdir ? run_comm(outdir, (int)gpus, max_bytes)
+			    : ap_err(AP_EINPUT, WHO, 0, "expected --comm -o DIR (see autopar help profile)");
+		goto out;
+	}
 	if (!device || !models.n || !outdir) {
 		rc = ap_err(AP_EINPUT, WHO, 0, "expected -d DEVICE, -m MODEL and -o DIR (see autopar help profile)");
 		goto out;
 	}
-	if (!analytic && !(be = backend_find(device))) {
+	cuda = cuda_device(device, &gpu);
+	if (cuda < 0) {
+		rc = ap_err(AP_EINPUT, "-d", 0, "expected cuda or cuda:N, got '%s'", device);
+		goto out;
+	}
+	if (cuda && analytic) {
+		rc = ap_err(AP_EINPUT, "-d", 0, "expected a device of profiles/devices.csv with --analytic, got '%s'", device);
+		goto out;
+	}
+	if (!analytic && !(be = cuda ? &backend_cuda : backend_find(device))) {
 		rc = ap_err(AP_EINPUT, WHO, 0,
-			    "no runtime backend measures device '%s' in this build (expected cpu, or --analytic for roofline rows)",
+			    "no runtime backend measures device '%s' in this build (expected cpu, cuda[:N], or --analytic for roofline rows)",
 			    device);
 		goto out;
 	}
-	rc = device_find(datapath(path, sizeof path, "profiles/devices.csv"),
-			 device, &dev);
+	if (cuda)
+		rc = measure_gpu(gpu, &dev);
+	else
+		rc = device_find(datapath(path, sizeof path, "profiles/devices.csv"), device, &dev);
 	if (rc)
 		goto out;
 	rc = open_profile(outdir, &dev, &p);

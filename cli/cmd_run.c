@@ -29,6 +29,7 @@
 #include "datadir.h"
 #include "err.h"
 #include "exec.h"
+#include "gpu.h"
 #include "launch.h"
 #include "load.h"
 #include "model_io.h"
@@ -251,6 +252,40 @@ static int check_existing(const char *path)
 	return AP_OK;
 }
 
+/* Ranks of this job on this node (Open MPI tells each rank). */
+static int local_ranks(const struct transport *t)
+{
+	const char *v = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+
+	return v && atoi(v) > 0 ? atoi(v) : t->size;
+}
+
+static const char *const transports[] = { "auto", "mpi", "staged", "nccl" };
+
+/* The transport the ranks talk through (*use): the MPI (or self)
+ * transport base itself for "mpi", or wrap on top of it: "staged" (host
+ * copies of backend memory), "nccl"; "auto" is mpi for the CPU backend,
+ * else nccl with one rank per GPU and staged where ranks share a GPU or
+ * NCCL is not built.  Collective. */
+static int open_transport(struct transport *base, struct transport *wrap,
+			  struct transport **use, const char *kind, const struct backend *be)
+{
+	char why[128];
+	int auto_ = !strcmp(kind, "auto"), st;
+
+	*use = base;
+	if (!strcmp(kind, "mpi") || base->size == 1 || (auto_ && be == &backend_cpu))
+		return AP_OK;
+	if (!strcmp(kind, "staged") ||
+	    (auto_ && (!transport_nccl_built() || local_ranks(base) > gpu_count(why, sizeof why))))
+		st = transport_staged_init(wrap, base, be);
+	else
+		st = transport_nccl_init(wrap, base, be);
+	if (!st)
+		*use = wrap;
+	return st;
+}
+
 /* The training loop of every rank. */
 static int train(struct plan_inputs *in, struct transport *t, const struct backend *be,
 		 const struct exec_opts *o, int do_check, const struct fault *fault,
@@ -318,6 +353,7 @@ static int run(int argc, char **argv)
 {
 	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL, *loss_out = NULL;
 	const char *timeline = NULL;
+	const char *be_name = "cpu", *tr_kind = "auto";
 	long long steps = 20, pool = 4;
 	uint64_t warmup = 3, seed = 1;
 	int do_check = 0, naive = 0, serial = 0, npos, st;
@@ -335,13 +371,15 @@ static int run(int argc, char **argv)
 		{ NULL, "--timeline", OPT_STR, &timeline },
 		{ "-o", "--output", OPT_STR, &out },
 		{ NULL, "--inject-fault", OPT_STR, &fault_s },
+		{ NULL, "--backend", OPT_STR, &be_name },
+		{ NULL, "--transport", OPT_STR, &tr_kind },
 		{ 0 },
 	};
 	const struct backend *be = &backend_cpu;
 	struct exec_opts o = { .lr = 0.02f, .momentum = 0.9f };
 	struct plan_inputs in;
 	struct run_out r = { 0 };
-	struct transport t = { 0 };
+	struct transport t = { 0 }, wrap = { 0 }, *tp = &t;
 	struct fault fault;
 	double tol = 1e-5;
 	char *end;
@@ -357,6 +395,20 @@ static int run(int argc, char **argv)
 			    tol_s);
 	if (!st)
 		st = parse_fault(fault_s, &fault);
+	if (!st && !(be = backend_find(be_name)))
+		st = ap_err(AP_EINPUT, "--backend", 0, "expected cpu or cuda, got '%s'", be_name);
+	if (!st) {
+		size_t k = 0;
+
+		while (k < sizeof transports / sizeof transports[0] && strcmp(transports[k], tr_kind))
+			k++;
+		if (k == sizeof transports / sizeof transports[0])
+			st = ap_err(AP_EINPUT, "--transport", 0,
+				    "expected auto, mpi, staged or nccl, got '%s'", tr_kind);
+	}
+	/* a backend that cannot run here says why before anything starts */
+	if (!st)
+		st = be->init();
 	if (!st && steps > 1000000)
 		st = ap_err(AP_EINPUT, "--steps", 0, "expected at most 1000000 steps");
 	if (!st && warmup > 1000000)
@@ -388,6 +440,11 @@ static int run(int argc, char **argv)
 		transport_self_init(&t);
 	if (st)
 		goto out;
+	st = open_transport(&t, &wrap, &tp, tr_kind, be);
+	if (st) {
+		fflush(stdout);
+		t.ops->abort(&t, st);
+	}
 	if (t.rank == 0)
 		printf("%s: %s (batch %lld) on %d rank%s, %s, %s, %d micro-batch%s; backend %s (%s)\n",
 		       in.path, in.g.name, (long long)in.g.batch, r.ranks, r.ranks == 1 ? "" : "s",
@@ -395,10 +452,10 @@ static int run(int argc, char **argv)
 		       in.pl.microbatches == 1 ? "" : "es", be->name, be->describe());
 	r.pred_ms = predict_ms(&in);
 	r.check = NAN;
-	st = train(&in, &t, be, &o, do_check, &fault, &r);
+	st = train(&in, tp, be, &o, do_check, &fault, &r);
 	if (st) {
 		fflush(stdout);
-		t.ops->abort(&t, st);
+		tp->ops->abort(tp, st);
 	}
 	if (t.rank == 0) {
 		printf("  loss         %.4f -> %.4f over %d steps\n", r.loss_first, r.loss_last,
@@ -425,6 +482,8 @@ static int run(int argc, char **argv)
 	}
 	if (!st && do_check && !(r.check <= tol))
 		st = AP_EFAIL;
+	if (tp != &t)
+		tp->ops->release(tp);
 	t.ops->release(&t);
 out:
 	free(r.loss);
@@ -434,10 +493,11 @@ out:
 
 const struct command cmd_run = {
 	.name = "run",
-	.summary = "execute a plan on CPU ranks and measure it",
+	.summary = "execute a plan on CPU or GPU ranks and measure it",
 	.usage = "usage: autopar run PLAN.json [--steps N] [--warmup N] [--check] [--seed N]\n"
 		 "                  [--lr X] [--pool N] [--tolerance X] [--naive] [--serial]\n"
-		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv] [--timeline T.tsv]\n\n"
+		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv] [--timeline T.tsv]\n"
+		 "                  [--backend cpu|cuda] [--transport auto|mpi|staged|nccl]\n\n"
 		 "Trains the plan's model with one process per device of the plan (MPI\n"
 		 "ranks; started under mpirun when run outside an MPI job, which is also\n"
 		 "how a multi-node job is run: mpirun -hostfile H -np N autopar run ...).\n"
@@ -462,6 +522,12 @@ const struct command cmd_run = {
 		 "  --loss-csv FILE     write the loss of every step (step,loss)\n"
 		 "  --timeline FILE     write when each rank ran each task of the middle\n"
 		 "                      timed step, in the format of `autopar sim --timeline`\n"
+		 "  --backend NAME      cpu (default) or cuda: one GPU per rank, the\n"
+		 "                      rank's local index modulo the GPUs of its node\n"
+		 "  --transport KIND    mpi; staged (backend memory through host copies);\n"
+		 "                      nccl (one rank per GPU: NCCL all-reduces); auto\n"
+		 "                      (default): mpi on cpu, on cuda nccl with one rank\n"
+		 "                      per GPU, else staged\n"
 		 "  --inject-fault RANK:STEP:kill|error\n"
 		 "                      make a rank fail, to test that the job ends\n",
 	.run = run,

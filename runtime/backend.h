@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "graph.h"
+#include "region.h"
 
 #define KERN_MAX_IN 8
 
@@ -94,8 +95,26 @@ struct backend {
 	 * still to come and v the momentum sgd keeps: where k more updates
 	 * take w while v stays as it is (async-predict, exec.h). */
 	void (*predict)(float *out, const float *w, const float *v, int64_t n, float step);
+	/* whether its conv2d and pool kernels run shards split along h or w,
+	 * reading the halo that kern.ilo/igsize describe (else such plans are
+	 * refused before launch) */
+	int window_splits;
 	void *(*alloc)(size_t bytes);   /* zeroed */
 	void (*release)(void *p);
+	/* The data the executor moves itself (gathers, gradient sums, loss
+	 * seeds and readouts, stashes, initial values) through the backend:
+	 * the CPU backend's memory is the host's, a device backend's is
+	 * not.  Each returns 0, or an error it has reported. */
+	int (*upload)(void *dst, const void *host, size_t bytes);
+	int (*download)(void *host, const void *src, size_t bytes);
+	int (*copy)(float *dst, const float *src, int64_t n);
+	int (*fill)(float *p, int64_t n, float v);
+	/* region.h's region_copy between two buffers of this backend */
+	int (*region_copy)(const struct shape *s, const struct region *o, float *dst,
+			   const struct region *dr, const float *src,
+			   const struct region *sr, int accumulate);
+	/* waits until everything queued has run (timings, host reads) */
+	int (*sync)(void);
 	/* readies the backend in this process (called by every rank) */
 	int (*init)(void);
 	/* a short description of what the backend runs on, for messages */
@@ -103,8 +122,11 @@ struct backend {
 };
 
 extern const struct backend backend_cpu;
+/* CUDA: cuDNN, cuBLAS and own kernels (cuda_*.cu); in a build without
+ * CUDA its init() says "not built with CUDA" (cuda_stub.c). */
+extern const struct backend backend_cuda;
 
-/* The backend named name ("cpu"), or NULL. */
+/* The backend named name ("cpu", "cuda"), or NULL. */
 const struct backend *backend_find(const char *name);
 
 #endif

@@ -49,6 +49,38 @@ static void *cpu_alloc(size_t bytes)
 	return calloc(bytes ? bytes : 1, 1);
 }
 
+static int cpu_move(void *dst, const void *src, size_t bytes)
+{
+	memcpy(dst, src, bytes);
+	return 0;
+}
+
+static int cpu_copy(float *dst, const float *src, int64_t n)
+{
+	memcpy(dst, src, (size_t)n * sizeof *dst);
+	return 0;
+}
+
+static int cpu_fill(float *p, int64_t n, float v)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = v;
+	return 0;
+}
+
+static int cpu_region_copy(const struct shape *s, const struct region *o, float *dst,
+			   const struct region *dr, const float *src, const struct region *sr,
+			   int accumulate)
+{
+	region_copy(s, o, dst, dr, src, sr, accumulate);
+	return 0;
+}
+
+static int cpu_sync(void)
+{
+	return 0;
+}
+
 static int cpu_init(void)
 {
 	openblas_set_num_threads(1);
@@ -65,6 +97,7 @@ static const char *cpu_describe(void)
 
 const struct backend backend_cpu = {
 	.name = "cpu",
+	.window_splits = 1,
 	.ops = {
 		[OP_CONV2D] = &cpu_conv2d,
 		[OP_MAXPOOL] = &cpu_maxpool,
@@ -93,13 +126,19 @@ const struct backend backend_cpu = {
 	.predict = cpu_predict,
 	.alloc = cpu_alloc,
 	.release = free,
+	.upload = cpu_move,
+	.download = cpu_move,
+	.copy = cpu_copy,
+	.fill = cpu_fill,
+	.region_copy = cpu_region_copy,
+	.sync = cpu_sync,
 	.init = cpu_init,
 	.describe = cpu_describe,
 };
 
 const struct backend *backend_find(const char *name)
 {
-	static const struct backend *const all[] = { &backend_cpu };
+	static const struct backend *const all[] = { &backend_cpu, &backend_cuda };
 
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		if (strcmp(all[i]->name, name) == 0)

@@ -6,18 +6,9 @@
  * the shard's columns.
  */
 #include "cpu_kern.h"
+#include "kern_dims.h"
 
 #include <string.h>
-
-/* linear: x (.., cin) -> y (.., cout); the features are the last dim. */
-static void linear_dims(const struct kern *k, int *rows, int *cin, int *cout)
-{
-	const struct shape *x = &k->in[0];
-
-	*cin = (int)x->size[x->rank - 1];
-	*cout = (int)k->out.size[k->out.rank - 1];
-	*rows = (int)(shape_elems(x) / *cin);
-}
 
 static int linear_fwd(const struct kern *k, struct kbufs *b)
 {
@@ -56,24 +47,6 @@ static int linear_bwd(const struct kern *k, struct kbufs *b)
 }
 
 const struct kernel_ops cpu_linear = { linear_fwd, linear_bwd, NULL };
-
-/* matmul: a (B.., M, K) x b (B.., K, N) -> (B.., M, N), or with trans_b
- * b (B.., N, K). */
-struct mm {
-	int batch, m, n, kk;
-};
-
-static struct mm mm_dims(const struct kern *k)
-{
-	const struct shape *a = &k->in[0];
-	struct mm d;
-
-	d.m = (int)a->size[a->rank - 2];
-	d.kk = (int)a->size[a->rank - 1];
-	d.n = (int)k->out.size[k->out.rank - 1];
-	d.batch = (int)(shape_elems(&k->out) / ((int64_t)d.m * d.n));
-	return d;
-}
 
 static int matmul_fwd(const struct kern *k, struct kbufs *b)
 {

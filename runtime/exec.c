@@ -78,11 +78,14 @@ static int gather(struct exec *e, struct rshard *s, int kk, int j, const float *
 				return AP_EFAIL;
 			if (xf->nfwd == xf->nshare)
 				xf->nfwd = 0;
-			region_copy(sh, &x->o, buf, &s->inreg[kk], xf->rbuf, &x->o, 0);
+			if (e->be->region_copy(sh, &x->o, buf, &s->inreg[kk], xf->rbuf, &x->o, 0))
+				return AP_EFAIL;
 		} else {
 			const struct rshard *p = producer(e, x);
 
-			region_copy(sh, &x->o, buf, &s->inreg[kk], out_of(e, p, j), &p->reg, 0);
+			if (e->be->region_copy(sh, &x->o, buf, &s->inreg[kk], out_of(e, p, j),
+					       &p->reg, 0))
+				return AP_EFAIL;
 		}
 	}
 	*in = buf;
@@ -135,6 +138,24 @@ static int send_staged(struct exec *e, struct xfer *x, int k, int dst, int tag)
 				e->async ? &x->sreq[k] : NULL);
 }
 
+/* The loss forward's share of the batch's mean loss: its positions'
+ * losses, read back from the backend's memory, times seed. */
+static int add_loss(struct exec *e, const float *out, int64_t n, float seed)
+{
+	float *host = malloc((size_t)(n > 0 ? n : 1) * sizeof *host);
+
+	if (!host)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	if (e->be->download(host, out, (size_t)n * sizeof *host)) {
+		free(host);
+		return AP_EFAIL;
+	}
+	for (int64_t i = 0; i < n; i++)
+		e->loss_acc += host[i] * (double)seed;
+	free(host);
+	return AP_OK;
+}
+
 static int forward(struct exec *e, struct rshard *s, int j)
 {
 	const struct op *op = &e->g->ops[s->op];
@@ -148,11 +169,11 @@ static int forward(struct exec *e, struct rshard *s, int j)
 		float seed = op->kind == OP_LOSS ? (float)(1.0 / (double)shape_elems(&op->out))
 						 : 0.0f;
 
-		for (int64_t i = 0; i < n; i++)
-			s->dout[j][i] = seed;
+		if (e->be->fill(s->dout[j], n, seed))
+			return AP_EFAIL;
 		fill_kbufs(e, s, j, &b);
-		if (exec_stashes(e) && s->nparams)
-			memcpy(s->stash[j], s->w, (size_t)s->nparams * sizeof(float));
+		if (exec_stashes(e) && s->nparams && e->be->copy(s->stash[j], s->w, s->nparams))
+			return AP_EFAIL;
 		if (s->pred && e->pred_k > 0)
 			b.w = s->pred; /* predict_item() wrote it */
 		for (int kk = 0; kk < s->kern.nin; kk++)
@@ -160,9 +181,8 @@ static int forward(struct exec *e, struct rshard *s, int j)
 				return AP_EFAIL;
 		if (s->ko->fwd(&s->kern, &b))
 			return kernel_failed(e, s, "forward");
-		if (op->kind == OP_LOSS)
-			for (int64_t i = 0; i < n; i++)
-				e->loss_acc += s->out[j][i] * (double)seed;
+		if (op->kind == OP_LOSS && add_loss(e, s->out[j], n, seed))
+			return AP_EFAIL;
 	}
 	out = out_of(e, s, j);
 	for (int q = 0; q < s->nsends; q++) {
@@ -171,8 +191,8 @@ static int forward(struct exec *e, struct rshard *s, int j)
 
 		if (!sb)
 			return AP_EFAIL;
-		region_copy(&op->out, &x->o, sb, &x->o, out, &s->reg, 0);
-		if (send_staged(e, x, j, x->cons_rank, 2 * s->sends[q]))
+		if (e->be->region_copy(&op->out, &x->o, sb, &x->o, out, &s->reg, 0) ||
+		    send_staged(e, x, j, x->cons_rank, 2 * s->sends[q]))
 			return AP_EFAIL;
 	}
 	return AP_OK;
@@ -193,7 +213,9 @@ static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 			if (!sb)
 				return AP_EFAIL;
 			/* the sharers' gradients add up; the last one sends */
-			region_copy(sh, &x->o, sb, &x->o, s->din[kk], &s->inreg[kk], xf->nbwd > 0);
+			if (e->be->region_copy(sh, &x->o, sb, &x->o, s->din[kk], &s->inreg[kk],
+					       xf->nbwd > 0))
+				return AP_EFAIL;
 			if (++xf->nbwd < xf->nshare)
 				continue;
 			xf->nbwd = 0;
@@ -202,7 +224,9 @@ static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 		} else {
 			struct rshard *p = &e->sh[e->mine[x->op]];
 
-			region_copy(sh, &x->o, p->dout[j], &p->reg, s->din[kk], &s->inreg[kk], 1);
+			if (e->be->region_copy(sh, &x->o, p->dout[j], &p->reg, s->din[kk],
+					       &s->inreg[kk], 1))
+				return AP_EFAIL;
 		}
 	}
 	return AP_OK;
@@ -211,8 +235,7 @@ static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 static int update(struct exec *e, struct rshard *s)
 {
 	e->be->sgd(s->w, s->mom, s->dw, s->nparams, e->o.lr, e->o.momentum);
-	memset(s->dw, 0, (size_t)s->nparams * sizeof(float));
-	return AP_OK;
+	return e->be->fill(s->dw, s->nparams, 0.0f);
 }
 
 static int backward(struct exec *e, struct rshard *s, int j)
@@ -231,7 +254,8 @@ static int backward(struct exec *e, struct rshard *s, int j)
 		if (t->ops->recv(t, e->rbuf, region_elems(&x->o), x->cons_rank,
 				 2 * s->sends[q] + 1))
 			return AP_EFAIL;
-		region_copy(&op->out, &x->o, s->dout[j], &s->reg, e->rbuf, &x->o, 1);
+		if (e->be->region_copy(&op->out, &x->o, s->dout[j], &s->reg, e->rbuf, &x->o, 1))
+			return AP_EFAIL;
 	}
 	fill_kbufs(e, s, j, &b);
 	for (int kk = 0; kk < s->kern.nin; kk++) {
@@ -473,7 +497,8 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 
 			if (!e->sh[q].nparams)
 				continue;
-			update(e, &e->sh[q]);
+			if (update(e, &e->sh[q]))
+				return AP_EFAIL;
 			if (e->trace && trace_add(e->trace, e->sh[q].op, TRACE_UPDATE, -1, t0, now_s()))
 				return AP_EFAIL;
 		}
@@ -527,6 +552,23 @@ int64_t exec_pairs(const struct exec *e)
 	return e->npairs;
 }
 
+/* Writes slice w (n floats of backend memory, channels [c_lo, c_lo + cn))
+ * of op i's parameters into the host tensor full. */
+static int slice_to_host(struct exec *e, int i, int64_t c_lo, int64_t cn, float *full,
+			 const float *w, int64_t n)
+{
+	float *host = malloc((size_t)(n > 0 ? n : 1) * sizeof *host);
+	int st;
+
+	if (!host)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	st = e->be->download(host, w, (size_t)n * sizeof *host);
+	if (!st)
+		params_slice(e->g, i, c_lo, cn, full, host, 1);
+	free(host);
+	return st ? AP_EFAIL : AP_OK;
+}
+
 int exec_gather_params(struct exec *e, int i, float *full)
 {
 	struct transport *t = e->t;
@@ -547,21 +589,24 @@ int exec_gather_params(struct exec *e, int i, float *full)
 		cn = r.hi[DIM_C] - r.lo[DIM_C];
 		n = params_count(e->g, i, cn);
 		if (owner == me && me == 0) {
-			params_slice(e->g, i, r.lo[DIM_C], cn, full, e->sh[e->mine[i]].w, 1);
+			if (slice_to_host(e, i, r.lo[DIM_C], cn, full, e->sh[e->mine[i]].w, n))
+				return AP_EFAIL;
 		} else if (owner == me) {
 			if (t->ops->isend(t, e->sh[e->mine[i]].w, n, 0, tag, NULL) || t->ops->wait(t))
 				return AP_EFAIL;
 		} else if (me == 0) {
-			float *buf = malloc((size_t)n * sizeof *buf);
+			/* the transport moves backend memory */
+			float *buf = e->be->alloc((size_t)n * sizeof *buf);
+			int st;
 
 			if (!buf)
 				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-			if (t->ops->recv(t, buf, n, owner, tag)) {
-				free(buf);
+			st = t->ops->recv(t, buf, n, owner, tag);
+			if (!st)
+				st = slice_to_host(e, i, r.lo[DIM_C], cn, full, buf, n);
+			e->be->release(buf);
+			if (st)
 				return AP_EFAIL;
-			}
-			params_slice(e->g, i, r.lo[DIM_C], cn, full, buf, 1);
-			free(buf);
 		}
 	}
 	return AP_OK;

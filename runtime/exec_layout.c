@@ -80,10 +80,16 @@ static unsigned runnable_dims(const struct op *op)
 	}
 }
 
-/* The first dim along which op cannot be split as degree asks, or -1. */
-static int unrunnable_dim(const struct op *op, const int degree[NDIMS])
+/* The first dim along which op cannot be split as degree asks on be,
+ * or -1. */
+static int unrunnable_dim(const struct backend *be, const struct op *op,
+			  const int degree[NDIMS])
 {
 	unsigned ok = runnable_dims(op);
+
+	if (!be->window_splits && (op->kind == OP_CONV2D || op->kind == OP_MAXPOOL ||
+				   op->kind == OP_AVGPOOL))
+		ok &= ~(BIT(DIM_H) | BIT(DIM_W));
 
 	for (int d = 0; d < NDIMS; d++)
 		if (degree[d] > 1 && !(ok & BIT(d)))
@@ -94,9 +100,10 @@ static int unrunnable_dim(const struct op *op, const int degree[NDIMS])
 	return -1;
 }
 
-int exec_can_split(const struct graph *g, int i, const int degree[NDIMS])
+int exec_can_split(const struct backend *be, const struct graph *g, int i,
+		   const int degree[NDIMS])
 {
-	return unrunnable_dim(&g->ops[i], degree) < 0;
+	return unrunnable_dim(be, &g->ops[i], degree) < 0;
 }
 
 int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
@@ -131,7 +138,7 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 					      "operator '%s' (linear): its input's features must "
 					      "be the last dim to be run", op->name);
 		}
-		d = unrunnable_dim(op, p->ops[i].degree);
+		d = unrunnable_dim(be, op, p->ops[i].degree);
 		if (d >= 0 && op->kind == OP_ATTENTION && d == DIM_C)
 			return ap_err(AP_EINPUT, path, 0,
 				      "operator '%s' (attention) split %d ways along 'c': not "
@@ -354,7 +361,26 @@ static float *falloc(struct exec *e, int64_t n)
 	return e->be->alloc((size_t)(n > 0 ? n : 1) * sizeof(float));
 }
 
-#define NEW(e, p, n) (((p) = e->be->alloc((size_t)(n) * sizeof *(p))) != NULL)
+/* The executor's own tables live on the host; only tensors (falloc) live
+ * in the backend's memory. */
+static void *host_table(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+#define NEW(e, p, n) ((void)(e), ((p) = host_table((size_t)(n), sizeof *(p))) != NULL)
+
+/* n floats of backend memory holding host[0..n) */
+static float *falloc_from(struct exec *e, const float *host, int64_t n)
+{
+	float *p = falloc(e, n);
+
+	if (p && e->be->upload(p, host, (size_t)n * sizeof *host)) {
+		e->be->release(p);
+		return NULL;
+	}
+	return p;
+}
 
 /* The kernel description and buffers of shard s. */
 static int shard_setup(struct exec *e, struct rshard *s)
@@ -418,22 +444,24 @@ static int params_setup(struct exec *e, struct rshard *s)
 {
 	const struct op *op = &e->g->ops[s->op];
 	int64_t cn = s->reg.hi[DIM_C] - s->reg.lo[DIM_C];
-	float *full;
+	float *full, *slice;
 
 	s->gid = -1;
 	if (op->params <= 0)
 		return AP_OK;
 	s->nparams = params_count(e->g, s->op, cn);
 	s->kern.nparams = s->nparams;
-	full = falloc(e, op->params);
-	if (!full || !(s->w = falloc(e, s->nparams)) || !(s->dw = falloc(e, s->nparams)) ||
-	    !(s->mom = falloc(e, s->nparams))) {
-		e->be->release(full);
-		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	full = calloc((size_t)op->params, sizeof *full);
+	slice = calloc((size_t)s->nparams, sizeof *slice);
+	if (full && slice) {
+		params_init(e->g, s->op, e->o.seed, full);
+		params_slice(e->g, s->op, s->reg.lo[DIM_C], cn, full, slice, 0);
+		s->w = falloc_from(e, slice, s->nparams);
 	}
-	params_init(e->g, s->op, e->o.seed, full);
-	params_slice(e->g, s->op, s->reg.lo[DIM_C], cn, full, s->w, 0);
-	e->be->release(full);
+	free(full);
+	free(slice);
+	if (!s->w || !(s->dw = falloc(e, s->nparams)) || !(s->mom = falloc(e, s->nparams)))
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	if (exec_predicts(e) && !(s->pred = falloc(e, s->nparams)))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int j = 0; j < e->nbuf; j++) {
@@ -459,17 +487,22 @@ static int data_setup(struct exec *e, struct rshard *s)
 	for (int b = 0; b < e->o.pool; b++)
 		for (int j = 0; j < e->m; j++) {
 			struct region r = s->reg;
-			float *buf = falloc(e, region_elems(&r));
+			float *buf = calloc((size_t)region_elems(&r), sizeof *buf);
+			int st = AP_OK;
 
 			if (!buf)
 				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-			s->cache[b * e->m + j] = buf;
 			r.lo[DIM_N] += j * e->mb_n;
 			r.hi[DIM_N] += j * e->mb_n;
 			if (op->kind == OP_INPUT)
 				data_input(&e->data, s->op, b, &r, buf);
-			else if (data_labels(&e->data, s->op, b, &r, buf))
-				return AP_EFAIL;
+			else
+				st = data_labels(&e->data, s->op, b, &r, buf);
+			if (!st && !(s->cache[b * e->m + j] = falloc_from(e, buf, region_elems(&r))))
+				st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			free(buf);
+			if (st)
+				return st;
 		}
 	return AP_OK;
 }
@@ -730,7 +763,7 @@ static void free_list(struct exec *e, float **v, int n)
 		return;
 	for (int j = 0; j < n; j++)
 		e->be->release(v[j]);
-	e->be->release(v);
+	free(v);
 }
 
 void exec_layout_release(struct exec *e)
@@ -747,7 +780,7 @@ void exec_layout_release(struct exec *e)
 		if (s->stash && exec_stashes(e) && s->w)
 			free_list(e, s->stash, e->nbuf);
 		else
-			e->be->release(s->stash);
+			free(s->stash);
 		for (int kk = 0; kk < KERN_MAX_IN; kk++) {
 			e->be->release(s->din[kk]);
 			free(s->src[kk]);
@@ -760,17 +793,17 @@ void exec_layout_release(struct exec *e)
 	}
 	for (int x = 0; x < e->nxf; x++) {
 		free_list(e, e->xf[x].sbuf, e->xf[x].sbuf ? 2 * e->nbuf : 0);
-		e->be->release(e->xf[x].sreq);
+		free(e->xf[x].sreq);
 		e->be->release(e->xf[x].rbuf);
 	}
 	free(e->xf);
-	e->be->release(e->sh);
-	e->be->release(e->mine);
+	free(e->sh);
+	free(e->mine);
 	e->be->release(e->rbuf);
-	e->be->release(e->items);
-	e->be->release(e->slice);
+	free(e->items);
+	free(e->slice);
 	free(e->depth);
-	e->be->release(e->stage_ops_ofs);
-	e->be->release(e->stage_ops);
+	free(e->stage_ops_ofs);
+	free(e->stage_ops);
 	data_release(&e->data);
 }

@@ -12,6 +12,14 @@
 int gpu_built(void);
 /* Number of usable devices (0 with the reason in why) or -1 when not built. */
 int gpu_count(char *why, size_t len);
+/* Makes device dev the one this process's CUDA backend uses (before the
+ * backend's init; by default the MPI local rank modulo the devices);
+ * not built: an error. */
+int gpu_select(int dev);
+/* The device gpu_select() chose, or -1. */
+int gpu_selected(void);
+/* Name and memory of device dev; not built or no such device: an error. */
+int gpu_properties(int dev, char *name, size_t len, long long *mem_bytes);
 /* Versions compiled against, e.g. "cudart 13000, cudnn 9.x, nccl 2.x". */
 const char *gpu_versions(void);
 

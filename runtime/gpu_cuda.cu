@@ -13,8 +13,11 @@
 #endif
 
 extern "C" {
+#include "err.h"
 #include "gpu.h"
 }
+
+static int selected = -1;
 
 extern "C" int gpu_built(void)
 {
@@ -48,4 +51,34 @@ extern "C" const char *gpu_versions(void)
 		 NCCL_MINOR, NCCL_PATCH);
 #endif
 	return buf;
+}
+
+extern "C" int gpu_select(int dev)
+{
+	char why[128];
+	int n = gpu_count(why, sizeof why);
+
+	if (n <= 0)
+		return ap_err(AP_EINPUT, "cuda", 0, "no CUDA device present (%s)", why);
+	if (dev < 0 || dev >= n)
+		return ap_err(AP_EINPUT, "cuda", 0, "expected a device below %d, got %d", n, dev);
+	selected = dev;
+	return 0;
+}
+
+extern "C" int gpu_selected(void)
+{
+	return selected;
+}
+
+extern "C" int gpu_properties(int dev, char *name, size_t len, long long *mem_bytes)
+{
+	cudaDeviceProp p;
+	cudaError_t e = cudaGetDeviceProperties(&p, dev);
+
+	if (e != cudaSuccess)
+		return ap_err(AP_EFAIL, "cuda", 0, "device %d: %s", dev, cudaGetErrorString(e));
+	snprintf(name, len, "%s", p.name);
+	*mem_bytes = (long long)p.totalGlobalMem;
+	return 0;
 }

@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 
+#include "err.h"
 #include "gpu.h"
 
 int gpu_built(void)
@@ -19,4 +20,21 @@ int gpu_count(char *why, size_t len)
 const char *gpu_versions(void)
 {
 	return "not built with CUDA";
+}
+
+int gpu_select(int dev)
+{
+	(void)dev;
+	return ap_err(AP_EINPUT, "cuda", 0, "not built with CUDA");
+}
+
+int gpu_selected(void)
+{
+	return -1;
+}
+
+int gpu_properties(int dev, char *name, size_t len, long long *mem_bytes)
+{
+	(void)dev, (void)name, (void)len, (void)mem_bytes;
+	return ap_err(AP_EINPUT, "cuda", 0, "not built with CUDA");
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "device.h"
 #include "err.h"
 #include "params.h"
 #include "rng.h"
@@ -33,9 +34,10 @@ static int cmp_double(const void *a, const void *b)
 
 /* median of REPS timings, after two untimed runs; a run of less than
  * 50 us is repeated inside one timing, so the clock's resolution does
- * not show */
-static int time_it(int (*fn)(const struct kern *, struct kbufs *), const struct kern *k,
-		   struct kbufs *b, double *us)
+ * not show.  A device backend queues its kernels: the clock stops once
+ * the backend has run everything queued. */
+static int time_it(const struct backend *be, int (*fn)(const struct kern *, struct kbufs *),
+		   const struct kern *k, struct kbufs *b, double *us)
 {
 	double t[REPS], t0;
 	int inner = 1;
@@ -43,8 +45,10 @@ static int time_it(int (*fn)(const struct kern *, struct kbufs *), const struct 
 	for (int w = 0; w < 2; w++)
 		if (fn(k, b))
 			return AP_EFAIL;
+	if (be->sync())
+		return AP_EFAIL;
 	t0 = now_s();
-	if (fn(k, b))
+	if (fn(k, b) || be->sync())
 		return AP_EFAIL;
 	while ((now_s() - t0) * inner < 50e-6 && inner < 1024)
 		inner *= 2;
@@ -53,11 +57,31 @@ static int time_it(int (*fn)(const struct kern *, struct kbufs *), const struct 
 		for (int q = 0; q < inner; q++)
 			if (fn(k, b))
 				return AP_EFAIL;
+		if (be->sync())
+			return AP_EFAIL;
 		t[r] = (now_s() - t0) / inner;
 	}
 	qsort(t, REPS, sizeof *t, cmp_double);
 	*us = t[REPS / 2] * 1e6;
 	return AP_OK;
+}
+
+/* n floats of backend memory holding host[0..n) (host is freed) */
+static float *upload_free(const struct backend *be, float *host, int64_t n)
+{
+	float *p = host ? be->alloc((size_t)(n > 0 ? n : 1) * sizeof(float)) : NULL;
+
+	if (p && be->upload(p, host, (size_t)n * sizeof(float))) {
+		be->release(p);
+		p = NULL;
+	}
+	free(host);
+	return p;
+}
+
+static float *host_floats(int64_t n)
+{
+	return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
 }
 
 int profiler_measure(const struct backend *be, const struct graph *g, int i,
@@ -98,51 +122,56 @@ int profiler_measure(const struct backend *be, const struct graph *g, int i,
 	/* inputs and their gradients, weights, gradient, output, dout, ws, labels */
 	for (int kk = 0; kk < op->nin; kk++) {
 		int64_t n = shape_elems(&k.in[kk]);
-		float *x = bufs[nb++] = be->alloc((size_t)n * sizeof(float));
+		float *x = host_floats(n);
 
-		if (!x)
-			goto oom;
-		for (int64_t e = 0; e < n; e++)
+		for (int64_t e = 0; x && e < n; e++)
 			x[e] = op->kind == OP_EMBEDDING
 				       ? (float)(int64_t)(rng_unit(key++) * (double)op->a.vocab)
 				       : (float)(2 * rng_unit(key++) - 1);
-		b.in[kk] = x;
+		if (!(b.in[kk] = bufs[nb++] = upload_free(be, x, n)))
+			goto oom;
 		if (g->ops[op->in[kk]].kind != OP_INPUT && op->kind != OP_EMBEDDING &&
 		    !(b.din[kk] = bufs[nb++] = be->alloc((size_t)n * sizeof(float))))
 			goto oom;
 	}
 	if (!(b.out = bufs[nb++] = be->alloc((size_t)nout * sizeof(float))) ||
-	    !(bufs[nb++] = be->alloc((size_t)nout * sizeof(float))) ||
 	    !(b.ws = bufs[nb++] = be->alloc((size_t)(nws + 1) * sizeof(float))))
 		goto oom;
-	b.dout = bufs[nb - 2];
-	for (int64_t e = 0; e < nout; e++)
-		bufs[nb - 2][e] = (float)(2 * rng_unit(key++) - 1) / (float)nout;
-	if (k.nparams) {
-		float *full = be->alloc((size_t)op->params * sizeof(float));
+	{
+		float *dy = host_floats(nout);
 
-		if (!full || !(bufs[nb++] = be->alloc((size_t)k.nparams * sizeof(float))) ||
-		    !(b.dw = bufs[nb++] = be->alloc((size_t)k.nparams * sizeof(float)))) {
-			be->release(full);
+		for (int64_t e = 0; dy && e < nout; e++)
+			dy[e] = (float)(2 * rng_unit(key++) - 1) / (float)nout;
+		if (!(b.dout = bufs[nb++] = upload_free(be, dy, nout)))
+			goto oom;
+	}
+	if (k.nparams) {
+		float *full = host_floats(op->params), *w = host_floats(k.nparams);
+
+		if (!full || !w) {
+			free(full);
+			free(w);
 			goto oom;
 		}
 		params_init(g, i, 1, full);
-		params_slice(g, i, 0, cn, full, bufs[nb - 2], 0);
-		be->release(full);
-		b.w = bufs[nb - 2];
+		params_slice(g, i, 0, cn, full, w, 0);
+		free(full);
+		if (!(b.w = bufs[nb++] = upload_free(be, w, k.nparams)) ||
+		    !(b.dw = bufs[nb++] = be->alloc((size_t)k.nparams * sizeof(float))))
+			goto oom;
 	}
 	if (op->kind == OP_LOSS) {
 		int64_t classes = shape_size(&k.in[0], DIM_C);
+		float *y = host_floats(nout);
 
-		if (!(bufs[nb++] = be->alloc((size_t)nout * sizeof(float))))
+		for (int64_t e = 0; y && e < nout; e++)
+			y[e] = (float)(e % classes);
+		if (!(b.labels = bufs[nb++] = upload_free(be, y, nout)))
 			goto oom;
-		for (int64_t e = 0; e < nout; e++)
-			bufs[nb - 1][e] = (float)(e % classes);
-		b.labels = bufs[nb - 1];
 	}
-	st = time_it(ko->fwd, &k, &b, fwd_us);
+	st = time_it(be, ko->fwd, &k, &b, fwd_us);
 	if (!st)
-		st = time_it(ko->bwd, &k, &b, bwd_us);
+		st = time_it(be, ko->bwd, &k, &b, bwd_us);
 	if (st)
 		st = ap_err(AP_EFAIL, g->path, op->line, "kernel of '%s' failed", op->name);
 	goto out;
@@ -151,5 +180,65 @@ oom:
 out:
 	for (int q = 0; q < nb; q++)
 		be->release(bufs[q]);
+	return st;
+}
+
+/* median seconds of REPS runs of what(be, a, b, n) after one warm-up,
+ * each waited for */
+static int time_device(const struct backend *be, int (*what)(const struct backend *, float *,
+							      float *, int64_t),
+		       float *a, float *b, int64_t n, double *s)
+{
+	double t[REPS], t0;
+
+	if (what(be, a, b, n) || be->sync())
+		return AP_EFAIL;
+	for (int r = 0; r < REPS; r++) {
+		t0 = now_s();
+		if (what(be, a, b, n) || be->sync())
+			return AP_EFAIL;
+		t[r] = now_s() - t0;
+	}
+	qsort(t, REPS, sizeof *t, cmp_double);
+	*s = t[REPS / 2];
+	return AP_OK;
+}
+
+static int run_gemm(const struct backend *be, float *a, float *c, int64_t n)
+{
+	be->gemm(0, 0, (int)n, (int)n, (int)n, 1.0f, a, (int)n, a, (int)n, 0.0f, c, (int)n);
+	return AP_OK;
+}
+
+static int run_copy(const struct backend *be, float *a, float *b, int64_t n)
+{
+	return be->copy(b, a, n);
+}
+
+static int run_tiny(const struct backend *be, float *a, float *b, int64_t n)
+{
+	(void)b, (void)n;
+	return be->fill(a, 1, 0.0f);
+}
+
+int profiler_device(const struct backend *be, int gemm_n, int64_t bytes,
+		    struct device_spec *d)
+{
+	int64_t n = bytes / (int64_t)sizeof(float), g = (int64_t)gemm_n * gemm_n;
+	float *a = be->alloc((size_t)(n > g ? n : g) * sizeof(float));
+	float *b = be->alloc((size_t)(n > g ? n : g) * sizeof(float));
+	double s = 0;
+	int st = a && b ? AP_OK : ap_err(AP_EFAIL, NULL, 0, "out of memory");
+
+	if (!st)
+		st = be->fill(a, n > g ? n : g, 0.5f);
+	if (!st && !(st = time_device(be, run_gemm, a, b, gemm_n, &s)))
+		d->fp32_flops_per_s = d->tensor_flops_per_s = 2.0 * (double)g * gemm_n / s;
+	if (!st && !(st = time_device(be, run_copy, a, b, n, &s)))
+		d->mem_bw_bytes_per_s = 2.0 * (double)n * sizeof(float) / s;
+	if (!st && !(st = time_device(be, run_tiny, a, b, 1, &s)))
+		d->launch_us = s * 1e6;
+	be->release(a);
+	be->release(b);
 	return st;
 }

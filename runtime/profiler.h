@@ -13,9 +13,10 @@
 #include "backend.h"
 #include "graph.h"
 
-/* Whether the runtime can execute op i of g split by degree[] (the
+/* Whether the runtime can execute op i of g split by degree[] on be (the
  * splits exec_supported() accepts). */
-int exec_can_split(const struct graph *g, int i, const int degree[NDIMS]);
+int exec_can_split(const struct backend *be, const struct graph *g, int i,
+		   const int degree[NDIMS]);
 
 /* Median forward and backward microseconds of op i's shard at degree[]
  * (as the simulator looks it up: n already multiplied by micro-batches)
@@ -23,5 +24,13 @@ int exec_can_split(const struct graph *g, int i, const int degree[NDIMS]);
 int profiler_measure(const struct backend *be, const struct graph *g, int i,
 		     const int degree[NDIMS], double *fwd_us, double *bwd_us,
 		     int64_t *ws_bytes);
+
+/* A device's measured rates with backend be (initialised): the float32
+ * GEMM rate (an n x n x n product), the copy bandwidth (bytes read and
+ * written per second, over `bytes`) and the cost of one tiny kernel;
+ * each the median of its repeats after warm-up, into d's rate fields. */
+struct device_spec;
+int profiler_device(const struct backend *be, int gemm_n, int64_t bytes,
+		    struct device_spec *d);
 
 #endif

@@ -37,24 +37,37 @@ void region_shape(const struct shape *s, const struct region *r, struct shape *o
 		out->size[i] = r->hi[s->kind[i]] - r->lo[s->kind[i]];
 }
 
-void region_copy(const struct shape *s, const struct region *o, float *dst,
-		 const struct region *dr, const float *src, const struct region *sr,
-		 int accumulate)
+void region_walk_init(struct region_walk *w, const struct shape *s, const struct region *o,
+		      const struct region *dr, const struct region *sr)
 {
-	int rank = s->rank, last = rank - 1;
-	int64_t ext[MAX_RANK], dstr[MAX_RANK], sstr[MAX_RANK], idx[MAX_RANK] = { 0 };
-	int64_t dbase = 0, sbase = 0, run;
+	int last = s->rank - 1;
 
+	w->rank = s->rank;
+	w->dbase = w->sbase = 0;
 	/* strides of both buffers, and where the overlap starts in each */
 	for (int i = last; i >= 0; i--) {
 		enum dim_kind d = s->kind[i];
 
-		ext[i] = o->hi[d] - o->lo[d];
-		dstr[i] = i == last ? 1 : dstr[i + 1] * (dr->hi[s->kind[i + 1]] - dr->lo[s->kind[i + 1]]);
-		sstr[i] = i == last ? 1 : sstr[i + 1] * (sr->hi[s->kind[i + 1]] - sr->lo[s->kind[i + 1]]);
-		dbase += (o->lo[d] - dr->lo[d]) * dstr[i];
-		sbase += (o->lo[d] - sr->lo[d]) * sstr[i];
+		w->ext[i] = o->hi[d] - o->lo[d];
+		w->dstr[i] = i == last ? 1 : w->dstr[i + 1] * (dr->hi[s->kind[i + 1]] - dr->lo[s->kind[i + 1]]);
+		w->sstr[i] = i == last ? 1 : w->sstr[i + 1] * (sr->hi[s->kind[i + 1]] - sr->lo[s->kind[i + 1]]);
+		w->dbase += (o->lo[d] - dr->lo[d]) * w->dstr[i];
+		w->sbase += (o->lo[d] - sr->lo[d]) * w->sstr[i];
 	}
+}
+
+void region_copy(const struct shape *s, const struct region *o, float *dst,
+		 const struct region *dr, const float *src, const struct region *sr,
+		 int accumulate)
+{
+	struct region_walk w;
+	int last = s->rank - 1;
+	const int64_t *ext = w.ext, *dstr = w.dstr, *sstr = w.sstr;
+	int64_t idx[MAX_RANK] = { 0 }, dbase, sbase, run;
+
+	region_walk_init(&w, s, o, dr, sr);
+	dbase = w.dbase;
+	sbase = w.sbase;
 	run = ext[last];
 	for (;;) {
 		int64_t od = dbase, os = sbase;

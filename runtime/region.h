@@ -24,6 +24,19 @@ int region_equal(const struct region *a, const struct region *b);
 /* The local shape of region r of a tensor of shape s. */
 void region_shape(const struct shape *s, const struct region *r, struct shape *out);
 
+/* How region_copy walks the part o of a tensor of shape s between a
+ * buffer holding region dr and one holding region sr: ext[i] elements
+ * along memory dim i, the strides of both buffers, and where o starts in
+ * each.  A device backend walks the same way in its kernels. */
+struct region_walk {
+	int rank;
+	int64_t ext[MAX_RANK], dstr[MAX_RANK], sstr[MAX_RANK];
+	int64_t dbase, sbase;
+};
+
+void region_walk_init(struct region_walk *w, const struct shape *s, const struct region *o,
+		      const struct region *dr, const struct region *sr);
+
 /* Copies (accumulate: adds) the part o of src, a buffer holding region
  * sr of a tensor of shape s, into dst, holding region dr. */
 void region_copy(const struct shape *s, const struct region *o, float *dst,

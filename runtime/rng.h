@@ -9,8 +9,15 @@
 
 #include <stdint.h>
 
+/* the CUDA kernels draw the very same numbers on the device */
+#ifdef __CUDACC__
+#define RNG_FN static inline __host__ __device__
+#else
+#define RNG_FN static inline
+#endif
+
 /* splitmix64's finaliser (Steele et al., OOPSLA 2014) */
-static inline uint64_t rng_mix(uint64_t z)
+RNG_FN uint64_t rng_mix(uint64_t z)
 {
 	z += 0x9e3779b97f4a7c15ull;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -18,13 +25,13 @@ static inline uint64_t rng_mix(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-static inline uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c)
+RNG_FN uint64_t rng_key(uint64_t a, uint64_t b, uint64_t c)
 {
 	return rng_mix(a ^ rng_mix(b ^ rng_mix(c)));
 }
 
 /* uniform in [0, 1) */
-static inline double rng_unit(uint64_t key)
+RNG_FN double rng_unit(uint64_t key)
 {
 	return (double)(rng_mix(key) >> 11) * 0x1.0p-53;
 }

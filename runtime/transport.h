@@ -59,4 +59,20 @@ int transport_mpi_in_job(void);
 /* transport_self.c: one rank. */
 void transport_self_init(struct transport *t);
 
+struct backend;
+/* transport_staged.c: the buffers of a device backend be carried by a
+ * host transport (inner, kept by the caller) through host copies: where
+ * NCCL cannot run, e.g. several ranks on one GPU. */
+int transport_staged_init(struct transport *t, struct transport *inner,
+			  const struct backend *be);
+/* transport_nccl.cu: one rank per GPU; gradients all-reduced by NCCL on
+ * ncclCommSplit groups, on a stream of their own so they overlap the
+ * backward; transfers as transport_staged (tagged messages, which NCCL's
+ * in-order point-to-point cannot match).  Collective over inner's ranks;
+ * without NCCL in the build it says so. */
+int transport_nccl_init(struct transport *t, struct transport *inner,
+			const struct backend *be);
+/* 1 when this build has the NCCL transport */
+int transport_nccl_built(void);
+
 #endif

@@ -24,7 +24,7 @@ static int consider(const int degree[NDIMS], void *ctx)
 {
 	struct pick *p = ctx;
 
-	if (!exec_can_split(p->g, p->i, degree))
+	if (!exec_can_split(&backend_cpu, p->g, p->i, degree))
 		return 0;
 	p->n++;
 	if (rng_unit(rng_key(p->key, (uint64_t)p->i, (uint64_t)p->n)) * p->n < 1.0)

@@ -1,0 +1,49 @@
+/*
+ * The CUDA backend (DESIGN section 7): cuDNN convolution and pooling
+ * (cuda_conv.cu), cuBLAS GEMM and batched matmul (cuda_dense.cu), own
+ * kernels for the rest (cuda_elem.cu, cuda_norm.cu), the device context
+ * and memory (cuda_mem.cu), filled into the backend table of backend.h.
+ * One process drives one GPU; every call is queued on one stream, in the
+ * executor's order.  Attention has no CUDA kernel yet: exec_supported()
+ * names such an operator before a run starts.
+ */
+#include "cuda_kern.h"
+
+const struct backend backend_cuda = {
+	.name = "cuda",
+	.ops = {
+		[OP_CONV2D] = &cuda_conv2d,
+		[OP_MAXPOOL] = &cuda_maxpool,
+		[OP_AVGPOOL] = &cuda_avgpool,
+		[OP_ADAPTIVE_AVGPOOL] = &cuda_adaptive_avgpool,
+		[OP_LINEAR] = &cuda_linear,
+		[OP_MATMUL] = &cuda_matmul,
+		[OP_RELU] = &cuda_relu,
+		[OP_GELU] = &cuda_gelu,
+		[OP_TANH] = &cuda_tanh,
+		[OP_SIGMOID] = &cuda_sigmoid,
+		[OP_ADD] = &cuda_add,
+		[OP_MUL] = &cuda_mul,
+		[OP_CONCAT] = &cuda_concat,
+		[OP_LAYERNORM] = &cuda_layernorm,
+		[OP_DROPOUT] = &cuda_dropout,
+		[OP_EMBEDDING] = &cuda_embedding,
+		[OP_SOFTMAX] = &cuda_softmax,
+		[OP_LOSS] = &cuda_loss,
+		[OP_FLATTEN] = &cuda_identity,
+		[OP_RESHAPE] = &cuda_identity,
+	},
+	.gemm = cuda_gemm,
+	.sgd = cuda_sgd,
+	.predict = cuda_predict,
+	.alloc = cuda_alloc,
+	.release = cuda_release,
+	.upload = cuda_upload,
+	.download = cuda_download,
+	.copy = cuda_copy,
+	.fill = cuda_fill,
+	.region_copy = cuda_region_copy,
+	.sync = cuda_sync,
+	.init = cuda_init,
+	.describe = cuda_describe,
+};

@@ -1,0 +1,280 @@
+/*
+ * The CUDA backend's device context and memory (cuda_kern.h): one device
+ * per process, one compute stream that every kernel and library call is
+ * queued on, the cuBLAS and cuDNN handles bound to it, and what the
+ * executor needs to move data itself: uploads, downloads, fills, the
+ * strided region copies of every gather and gradient sum, and the
+ * optimizer's element-wise updates.
+ *
+ * cuBLAS runs in its default math (no TF32) and cuDNN in FMA math, so
+ * results match the CPU backend to float32 round-off, which --check and
+ * the kernel tests rely on.
+ */
+#include "cuda_ctx.cuh"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+extern "C" {
+#include "gpu.h"
+#include "region.h"
+}
+
+struct cuda_ctx cuda_ctx;
+
+/* The rank's GPU: the one gpu_select() chose, else its index among the
+ * ranks of its node (Open MPI tells each rank) modulo the GPUs there. */
+static int pick_device(int ndev)
+{
+	const char *v = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+
+	if (gpu_selected() >= 0)
+		return gpu_selected();
+	return v ? atoi(v) % ndev : 0;
+}
+
+extern "C" int cuda_init(void)
+{
+	struct cuda_ctx *c = &cuda_ctx;
+	int ndev = 0;
+	size_t free_b = 0, total_b = 0;
+	cudaDeviceProp prop;
+	cudaError_t e;
+
+	if (c->ready)
+		return AP_OK;
+	e = cudaGetDeviceCount(&ndev);
+	if (e != cudaSuccess || ndev == 0)
+		return ap_err(AP_EFAIL, "cuda", 0, "no CUDA device present (%s)",
+			      e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+	c->device = pick_device(ndev);
+	if (c->device >= ndev)
+		return ap_err(AP_EINPUT, "cuda", 0, "device %d requested, %d present",
+			      c->device, ndev);
+	CUDA_CHECK(cudaSetDevice(c->device));
+	CUDA_CHECK(cudaGetDeviceProperties(&prop, c->device));
+	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+	CUBLAS_CHECK(cublasCreate(&c->blas));
+	CUBLAS_CHECK(cublasSetStream(c->blas, c->stream));
+	CUBLAS_CHECK(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH));
+	CUDNN_CHECK(cudnnCreate(&c->dnn));
+	CUDNN_CHECK(cudnnSetStream(c->dnn, c->stream));
+	CUDA_CHECK(cudaMalloc((void **)&c->flag, sizeof *c->flag));
+	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+	/* cuDNN's algorithms may use up to an eighth of the free memory,
+	 * at most 1 GiB: the rest is the plan's */
+	c->ws_limit = free_b / 8 < ((size_t)1 << 30) ? free_b / 8 : ((size_t)1 << 30);
+	snprintf(c->what, sizeof c->what, "%.120s (device %d, sm_%d%d, %.1f GiB), cudnn %zu",
+		 prop.name, c->device, prop.major, prop.minor,
+		 (double)total_b / (1u << 30), cudnnGetVersion());
+	c->ready = 1;
+	return AP_OK;
+}
+
+extern "C" const char *cuda_describe(void)
+{
+	return cuda_ctx.ready ? cuda_ctx.what : "CUDA (not initialised)";
+}
+
+extern "C" void *cuda_alloc(size_t bytes)
+{
+	void *p = NULL;
+	cudaError_t e;
+
+	if (!bytes)
+		bytes = 1;
+	e = cudaMalloc(&p, bytes);
+	if (e == cudaSuccess)
+		e = cudaMemsetAsync(p, 0, bytes, cuda_ctx.stream);
+	if (e != cudaSuccess) {
+		ap_err(AP_EFAIL, "cuda", 0, "cannot allocate %zu bytes on the device: %s", bytes,
+		       cudaGetErrorString(e));
+		if (p)
+			cudaFree(p);
+		return NULL;
+	}
+	return p;
+}
+
+extern "C" void cuda_release(void *p)
+{
+	cudaError_t e;
+
+	if (!p)
+		return;
+	e = cudaFree(p);
+	if (e != cudaSuccess)
+		ap_err(AP_EFAIL, "cuda", 0, "cudaFree: %s", cudaGetErrorString(e));
+}
+
+/* Host buffers are pageable and may be freed on return: both directions
+ * wait for the copy. */
+static int move(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind)
+{
+	if (!bytes)
+		return AP_OK;
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, cuda_ctx.stream));
+	CUDA_CHECK(cudaStreamSynchronize(cuda_ctx.stream));
+	return AP_OK;
+}
+
+extern "C" int cuda_upload(void *dst, const void *host, size_t bytes)
+{
+	return move(dst, host, bytes, cudaMemcpyHostToDevice);
+}
+
+extern "C" int cuda_download(void *host, const void *src, size_t bytes)
+{
+	return move(host, src, bytes, cudaMemcpyDeviceToHost);
+}
+
+extern "C" int cuda_copy(float *dst, const float *src, int64_t n)
+{
+	if (n <= 0)
+		return AP_OK;
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)n * sizeof *dst, cudaMemcpyDeviceToDevice,
+				   cuda_ctx.stream));
+	return AP_OK;
+}
+
+static __global__ void fill_kernel(float *p, int64_t n, float v)
+{
+	GRID_STRIDE(i, n)
+		p[i] = v;
+}
+
+extern "C" int cuda_fill(float *p, int64_t n, float v)
+{
+	if (n <= 0)
+		return AP_OK;
+	fill_kernel<<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(p, n, v);
+	LAUNCH_CHECK();
+	return AP_OK;
+}
+
+/* region_copy's walk (region.h), one thread per element of the part */
+static __global__ void region_kernel(struct region_walk w, int64_t total, float *dst,
+				     const float *src, int accumulate)
+{
+	GRID_STRIDE(i, total) {
+		int64_t rest = i, od = w.dbase, os = w.sbase;
+
+		for (int d = w.rank - 1; d >= 0; d--) {
+			int64_t c = rest % w.ext[d];
+
+			rest /= w.ext[d];
+			od += c * w.dstr[d];
+			os += c * w.sstr[d];
+		}
+		if (accumulate)
+			dst[od] += src[os];
+		else
+			dst[od] = src[os];
+	}
+}
+
+extern "C" int cuda_region_copy(const struct shape *s, const struct region *o, float *dst,
+				const struct region *dr, const float *src,
+				const struct region *sr, int accumulate)
+{
+	struct region_walk w;
+	int64_t total = 1;
+
+	region_walk_init(&w, s, o, dr, sr);
+	for (int d = 0; d < w.rank; d++)
+		total *= w.ext[d];
+	if (total <= 0)
+		return AP_OK;
+	region_kernel<<<cuda_blocks(total), CUDA_THREADS, 0, cuda_ctx.stream>>>(w, total, dst, src,
+										 accumulate);
+	LAUNCH_CHECK();
+	return AP_OK;
+}
+
+extern "C" int cuda_sync(void)
+{
+	CUDA_CHECK(cudaStreamSynchronize(cuda_ctx.stream));
+	return AP_OK;
+}
+
+/* SGD with momentum as PyTorch (backend.h) */
+static __global__ void sgd_kernel(float *w, float *v, const float *g, int64_t n, float lr,
+				  float mu)
+{
+	GRID_STRIDE(i, n) {
+		float vi = mu * v[i] + g[i];
+
+		v[i] = vi;
+		w[i] -= lr * vi;
+	}
+}
+
+static __global__ void predict_kernel(float *out, const float *w, const float *v, int64_t n,
+				      float step)
+{
+	GRID_STRIDE(i, n)
+		out[i] = w[i] - step * v[i];
+}
+
+/* The table's optimizer entries return nothing: a launch error stays
+ * pending and the next checked call on the stream reports it. */
+extern "C" void cuda_sgd(float *w, float *v, const float *g, int64_t n, float lr, float mu)
+{
+	if (n > 0)
+		sgd_kernel<<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(w, v, g, n, lr, mu);
+}
+
+extern "C" void cuda_predict(float *out, const float *w, const float *v, int64_t n, float step)
+{
+	if (n > 0)
+		predict_kernel<<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(out, w, v, n,
+										     step);
+}
+
+void *cuda_workspace(size_t bytes)
+{
+	struct cuda_ctx *c = &cuda_ctx;
+	cudaError_t e;
+
+	if (bytes <= c->ws_bytes)
+		return c->ws;
+	if (bytes > c->ws_limit) {
+		ap_err(AP_EFAIL, "cuda", 0, "workspace of %zu bytes above the limit of %zu", bytes,
+		       c->ws_limit);
+		return NULL;
+	}
+	/* the stream may still use the old one */
+	e = cudaStreamSynchronize(c->stream);
+	if (e == cudaSuccess && c->ws)
+		e = cudaFree(c->ws);
+	c->ws = NULL;
+	c->ws_bytes = 0;
+	if (e == cudaSuccess)
+		e = cudaMalloc(&c->ws, bytes);
+	if (e != cudaSuccess) {
+		ap_err(AP_EFAIL, "cuda", 0, "cannot allocate a workspace of %zu bytes: %s", bytes,
+		       cudaGetErrorString(e));
+		c->ws = NULL;
+		return NULL;
+	}
+	c->ws_bytes = bytes;
+	return c->ws;
+}
+
+int cuda_flag_clear(void)
+{
+	CUDA_CHECK(cudaMemsetAsync(cuda_ctx.flag, 0, sizeof *cuda_ctx.flag, cuda_ctx.stream));
+	return AP_OK;
+}
+
+int cuda_flag_check(const char *what)
+{
+	int flag = 0;
+
+	CUDA_CHECK(cudaMemcpyAsync(&flag, cuda_ctx.flag, sizeof flag, cudaMemcpyDeviceToHost,
+				   cuda_ctx.stream));
+	CUDA_CHECK(cudaStreamSynchronize(cuda_ctx.stream));
+	if (flag)
+		return ap_err(AP_EFAIL, "cuda", 0, "%s", what);
+	return AP_OK;
+}

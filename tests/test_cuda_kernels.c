@@ -1,0 +1,402 @@
+/*
+ * Every kernel of the CUDA backend against the CPU backend's kernel of the
+ * same operator (CONVENTIONS 5): on shapes drawn at random, the same
+ * inputs, weights, output gradient and labels go to both; the outputs,
+ * input gradients and accumulated weight gradients must agree within
+ * tol + |cpu| x eps.  Also the backend's own memory functions (region
+ * copies, fills, the optimizer, GEMM) against their CPU versions.
+ * Without a CUDA device (or in a build without CUDA) every test skips
+ * with a message saying why.
+ */
+#include "testutil.h"
+
+#include "backend.h"
+#include "err.h"
+#include "gpu.h"
+#include "model_io.h"
+#include "params.h"
+#include "rng.h"
+
+#define TOL 1e-4
+#define EPS 1e-4
+
+static char why[256];
+
+static int have_gpu(void)
+{
+	static int n = -2;
+
+	if (n == -2) {
+		n = gpu_count(why, sizeof why);
+		if (n > 0 && backend_cuda.init()) {
+			snprintf(why, sizeof why, "the cuda backend failed to start");
+			n = 0;
+		}
+	}
+	return n > 0;
+}
+
+#define NEED_GPU()                                                              \
+	do {                                                                    \
+		if (!have_gpu()) {                                              \
+			print_message("skipped: no CUDA device (%s)\n", why);   \
+			skip();                                                 \
+		}                                                               \
+	} while (0)
+
+static uint64_t rng_state = 2024;
+
+static float urand(void)
+{
+	return (float)(2.0 * rng_unit(rng_state++) - 1.0);
+}
+
+/* an integer in [lo, hi] */
+static int irand(int lo, int hi)
+{
+	return lo + (int)(rng_unit(rng_state++) * (hi - lo + 1));
+}
+
+static float *dev_of(const float *host, int64_t n)
+{
+	float *d = backend_cuda.alloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+
+	assert_non_null(d);
+	assert_int_equal(backend_cuda.upload(d, host, (size_t)n * sizeof(float)), 0);
+	return d;
+}
+
+static void compare(const char *what, const char *op, const float *cpu, const float *gpu_dev,
+		    int64_t n)
+{
+	float *g = malloc((size_t)(n > 0 ? n : 1) * sizeof *g);
+
+	assert_non_null(g);
+	assert_int_equal(backend_cuda.download(g, gpu_dev, (size_t)n * sizeof *g), 0);
+	for (int64_t e = 0; e < n; e++)
+		if (!(fabs((double)g[e] - cpu[e]) <= TOL + fabs((double)cpu[e]) * EPS)) {
+			print_error("%s of '%s' element %lld: cpu %.8g, cuda %.8g\n", what, op,
+				    (long long)e, (double)cpu[e], (double)g[e]);
+			free(g);
+			fail();
+		}
+	free(g);
+}
+
+/* One op of a model text run by both backends. */
+struct pair {
+	struct graph g;
+	const struct op *op;
+	struct kern k;
+	struct kbufs c, d; /* host buffers for cpu, device ones for cuda */
+	int64_t nin[KERN_MAX_IN], nout, nw, nws_c, nws_d;
+};
+
+static float *host_rand(int64_t n, int ids, int64_t vocab)
+{
+	float *h = calloc((size_t)(n > 0 ? n : 1), sizeof *h);
+
+	assert_non_null(h);
+	for (int64_t e = 0; e < n; e++)
+		h[e] = ids ? (float)(int64_t)(rng_unit(rng_state++) * (double)vocab) : urand();
+	return h;
+}
+
+static void pair_setup(struct pair *p, const char *text)
+{
+	const struct op *op;
+	const struct kernel_ops *kc, *kd;
+
+	memset(p, 0, sizeof *p);
+	graph_init(&p->g);
+	assert_int_equal(model_parse(text, "cuda-test", 0, &p->g), 0);
+	op = p->op = &p->g.ops[p->g.nops - 1];
+	kc = backend_cpu.ops[op->kind];
+	kd = backend_cuda.ops[op->kind];
+	assert_non_null(kc);
+	assert_non_null(kd);
+	p->k.op = op;
+	p->k.op_index = p->g.nops - 1;
+	p->k.nin = op->nin;
+	p->k.out = op->out;
+	for (int q = 0; q < op->out.rank; q++)
+		p->k.gsize[q] = op->out.size[q];
+	p->nout = shape_elems(&op->out);
+	for (int kk = 0; kk < op->nin; kk++) {
+		p->k.in[kk] = p->g.ops[op->in[kk]].out;
+		p->nin[kk] = shape_elems(&p->k.in[kk]);
+		p->c.in[kk] = host_rand(p->nin[kk], op->kind == OP_EMBEDDING, op->a.vocab);
+		p->d.in[kk] = dev_of(p->c.in[kk], p->nin[kk]);
+		if (op->kind != OP_EMBEDDING) {
+			p->c.din[kk] = calloc((size_t)p->nin[kk], sizeof(float));
+			p->d.din[kk] = dev_of(p->c.din[kk], p->nin[kk]);
+		}
+	}
+	p->nw = op->params > 0 ? params_count(&p->g, p->k.op_index, shape_size(&op->out, DIM_C)) : 0;
+	p->k.nparams = p->nw;
+	if (p->nw) {
+		float *w = host_rand(p->nw, 0, 0), *dw = host_rand(p->nw, 0, 0);
+
+		/* dw starts non-zero: kernels must add to it */
+		p->c.w = w;
+		p->c.dw = dw;
+		p->d.w = dev_of(w, p->nw);
+		p->d.dw = dev_of(dw, p->nw);
+	}
+	p->c.out = calloc((size_t)p->nout, sizeof(float));
+	p->d.out = dev_of(p->c.out, p->nout);
+	p->c.dout = host_rand(p->nout, 0, 0);
+	p->d.dout = dev_of(p->c.dout, p->nout);
+	p->nws_c = kc->ws_floats ? kc->ws_floats(&p->k) : 0;
+	p->nws_d = kd->ws_floats ? kd->ws_floats(&p->k) : 0;
+	p->c.ws = calloc((size_t)p->nws_c + 1, sizeof(float));
+	p->d.ws = backend_cuda.alloc((size_t)(p->nws_d + 1) * sizeof(float));
+	if (op->kind == OP_LOSS) {
+		int64_t classes = shape_size(&p->k.in[0], DIM_C);
+		float *y = host_rand(p->nout, 1, classes);
+
+		p->c.labels = y;
+		p->d.labels = dev_of(y, p->nout);
+	}
+	p->c.salt = p->d.salt = 77;
+	p->c.n0 = p->d.n0 = 3;
+}
+
+static void pair_release(struct pair *p)
+{
+	for (int kk = 0; kk < KERN_MAX_IN; kk++) {
+		free((void *)p->c.in[kk]);
+		free(p->c.din[kk]);
+		backend_cuda.release((void *)p->d.in[kk]);
+		backend_cuda.release(p->d.din[kk]);
+	}
+	free((void *)p->c.w);
+	free(p->c.dw);
+	free(p->c.out);
+	free((void *)p->c.dout);
+	free(p->c.ws);
+	free((void *)p->c.labels);
+	backend_cuda.release((void *)p->d.w);
+	backend_cuda.release(p->d.dw);
+	backend_cuda.release(p->d.out);
+	backend_cuda.release((void *)p->d.dout);
+	backend_cuda.release(p->d.ws);
+	backend_cuda.release((void *)p->d.labels);
+	graph_release(&p->g);
+}
+
+/* Forward and backward on both backends; every result compared. */
+static void same(const char *text)
+{
+	struct pair p;
+	const char *name;
+
+	pair_setup(&p, text);
+	name = p.op->name;
+	assert_int_equal(backend_cpu.ops[p.op->kind]->fwd(&p.k, &p.c), 0);
+	assert_int_equal(backend_cuda.ops[p.op->kind]->fwd(&p.k, &p.d), 0);
+	compare("forward", name, p.c.out, p.d.out, p.nout);
+	assert_int_equal(backend_cpu.ops[p.op->kind]->bwd(&p.k, &p.c), 0);
+	assert_int_equal(backend_cuda.ops[p.op->kind]->bwd(&p.k, &p.d), 0);
+	for (int kk = 0; kk < p.k.nin; kk++)
+		if (p.c.din[kk])
+			compare("input gradient", name, p.c.din[kk], p.d.din[kk], p.nin[kk]);
+	if (p.nw)
+		compare("weight gradient", name, p.c.dw, p.d.dw, p.nw);
+	assert_int_equal(backend_cuda.sync(), 0);
+	pair_release(&p);
+}
+
+#define HEAD "model t\nbatch %d\n"
+
+static void test_conv(void **state)
+{
+	char m[512];
+
+	(void)state;
+	NEED_GPU();
+	for (int r = 0; r < 4; r++) {
+		int k = irand(1, 3), s = irand(1, 2), pad = irand(0, k / 2), g = r % 2 ? 2 : 1;
+
+		snprintf(m, sizeof m, HEAD "input x c=%d h=%d w=%d\nconv2d y x out=%d k=%d stride=%d pad=%d groups=%d bias=%d\n",
+			 irand(1, 4), 2 * irand(1, 4), irand(5, 11), irand(5, 11), 2 * irand(1, 4), k,
+			 s, pad, g, r % 3 != 2);
+		same(m);
+	}
+}
+
+static void test_pool(void **state)
+{
+	char m[512];
+
+	(void)state;
+	NEED_GPU();
+	for (int r = 0; r < 3; r++) {
+		int n = irand(1, 3), c = irand(1, 4), h = irand(6, 12), w = irand(6, 12);
+
+		snprintf(m, sizeof m, HEAD "input x c=%d h=%d w=%d\nmaxpool y x k=3 stride=2 pad=1\n",
+			 n, c, h, w);
+		same(m);
+		/* ceil mode: the own kernel; floor mode: cuDNN */
+		snprintf(m, sizeof m, HEAD "input x c=%d h=%d w=%d\navgpool y x k=3 stride=2 pad=1 ceil=%d\n",
+			 n, c, h, w, r % 2);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x c=%d h=%d w=%d\nadaptive_avgpool y x out=%d\n", n, c,
+			 h, w, irand(1, 5));
+		same(m);
+	}
+}
+
+static void test_dense(void **state)
+{
+	char m[512];
+
+	(void)state;
+	NEED_GPU();
+	for (int r = 0; r < 3; r++) {
+		int n = irand(1, 4), l = irand(1, 6), c = irand(1, 9), o = irand(1, 9);
+
+		snprintf(m, sizeof m, HEAD "input x l=%d c=%d\nlinear y x out=%d bias=%d\n", n, l, c, o,
+			 r != 1);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input a l=%d c=%d\ninput b l=%d c=%d\nmatmul y a b\n", n, l,
+			 c, c, o);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input a l=%d c=%d\ninput b l=%d c=%d\nmatmul y a b trans_b=1\n",
+			 n, l, c, o, c);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input ids l=%d\nembedding y ids vocab=%d out=%d\n", n, l,
+			 irand(2, 20), o);
+		same(m);
+	}
+}
+
+static void test_elementwise(void **state)
+{
+	static const char *const act[] = { "relu", "gelu", "tanh", "sigmoid" };
+	char m[512];
+
+	(void)state;
+	NEED_GPU();
+	for (int r = 0; r < 2; r++) {
+		int n = irand(1, 4), c = irand(1, 9), l = irand(1, 7);
+
+		for (size_t a = 0; a < sizeof act / sizeof act[0]; a++) {
+			snprintf(m, sizeof m, HEAD "input x c=%d l=%d\n%s y x\n", n, c, l, act[a]);
+			same(m);
+		}
+		snprintf(m, sizeof m, HEAD "input x c=%d\ninput z c=%d\ninput u c=%d\nadd y x z u\n", n,
+			 c, c, c);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x c=%d\ninput z c=%d\ninput u c=%d\nmul y x z u\n", n,
+			 c, c, c);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x c=%d h=3 w=2\ninput z c=%d h=3 w=2\nconcat y x z\n",
+			 n, c, irand(1, 5));
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x c=%d l=%d\nflatten y x\n", n, c, l);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x c=%d l=%d\ndropout y x p=0.%d\n", n, c, l,
+			 irand(1, 8));
+		same(m);
+	}
+}
+
+static void test_norm(void **state)
+{
+	char m[512];
+
+	(void)state;
+	NEED_GPU();
+	for (int r = 0; r < 3; r++) {
+		int n = irand(1, 4), c = irand(2, 40), l = irand(1, 6);
+
+		snprintf(m, sizeof m, HEAD "input x l=%d c=%d\nlayernorm y x\n", n, l, c);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x l=%d c=%d\nsoftmax y x\n", n, l, c);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x c=%d l=%d\nsoftmax y x dim=c\n", n, c, l);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x c=%d\nloss y x\n", n, c);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x l=%d c=%d\nloss y x\n", n, l, c);
+		same(m);
+	}
+}
+
+/* The executor's own moves and the optimizer. */
+static void test_memory_and_optimizer(void **state)
+{
+	struct shape s = { .rank = 3, .kind = { DIM_N, DIM_C, DIM_L }, .size = { 4, 6, 5 } };
+	struct region whole = { { 0, 0, 0, 0, 0 }, { 4, 6, 1, 1, 5 } };
+	struct region part = { { 1, 2, 0, 0, 1 }, { 3, 5, 1, 1, 4 } };
+	int64_t n = 4 * 6 * 5, np = 2 * 3 * 3;
+	float *a, *b, *v, *g, *c, *da, *db, *dv, *dg, *dc;
+
+	(void)state;
+	NEED_GPU();
+	a = host_rand(n, 0, 0), b = host_rand(np, 0, 0), v = host_rand(n, 0, 0);
+	g = host_rand(n, 0, 0), c = host_rand(6 * 7, 0, 0);
+	da = dev_of(a, n), db = dev_of(b, np), dv = dev_of(v, n), dg = dev_of(g, n);
+	dc = dev_of(c, 6 * 7);
+	/* gather a part, then add it back */
+	region_copy(&s, &part, b, &part, a, &whole, 0);
+	assert_int_equal(backend_cuda.region_copy(&s, &part, db, &part, da, &whole, 0), 0);
+	compare("region copy", "-", b, db, np);
+	region_copy(&s, &part, a, &whole, b, &part, 1);
+	assert_int_equal(backend_cuda.region_copy(&s, &part, da, &whole, db, &part, 1), 0);
+	compare("region add", "-", a, da, n);
+	backend_cpu.sgd(a, v, g, n, 0.1f, 0.9f);
+	backend_cuda.sgd(da, dv, dg, n, 0.1f, 0.9f);
+	compare("sgd weights", "-", a, da, n);
+	compare("sgd momentum", "-", v, dv, n);
+	backend_cpu.predict(g, a, v, n, 0.3f);
+	backend_cuda.predict(dg, da, dv, n, 0.3f);
+	compare("predict", "-", g, dg, n);
+	backend_cpu.gemm(0, 1, 6, 7, 5, 1.5f, a, 5, v, 5, 0.5f, c, 7);
+	backend_cuda.gemm(0, 1, 6, 7, 5, 1.5f, da, 5, dv, 5, 0.5f, dc, 7);
+	compare("gemm", "-", c, dc, 6 * 7);
+	assert_int_equal(backend_cuda.fill(dg, n, 0.25f), 0);
+	backend_cpu.fill(g, n, 0.25f);
+	compare("fill", "-", g, dg, n);
+	assert_int_equal(backend_cuda.sync(), 0);
+	free(a), free(b), free(v), free(g), free(c);
+	backend_cuda.release(da), backend_cuda.release(db), backend_cuda.release(dv);
+	backend_cuda.release(dg), backend_cuda.release(dc);
+}
+
+/* A bad label is an error, not a wrong number. */
+static void test_bad_label(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	NEED_GPU();
+	pair_setup(&p, "model t\nbatch 2\ninput x c=3\nloss y x\n");
+	{
+		float bad[2] = { 1, 7 };
+
+		assert_int_equal(backend_cuda.upload((void *)p.d.labels, bad, sizeof bad), 0);
+	}
+	ap_err_quiet(1);
+	assert_int_not_equal(backend_cuda.ops[OP_LOSS]->fwd(&p.k, &p.d), 0);
+	ap_err_quiet(0);
+	pair_release(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_memory_and_optimizer),
+		cmocka_unit_test(test_conv),
+		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_dense),
+		cmocka_unit_test(test_elementwise),
+		cmocka_unit_test(test_norm),
+		cmocka_unit_test(test_bad_label),
+	};
+
+	if (!have_gpu())
+		printf("test_cuda_kernels: no CUDA device (%s): every test skips\n", why);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
