@@ -183,6 +183,7 @@ void sim_release(struct sim *s)
 		free(w->op_grp_end);
 		free(w->ckpt_d);
 		free(w->ckpt_i);
+		free(w->ckpt_ok);
 		free(w->op_mark);
 		free(w->op_stage);
 		free(w->aff);
@@ -215,10 +216,8 @@ void sim_release(struct sim *s)
 		free(w->op_grp_ofs);
 		free(w->shard_params);
 		free(w->items);
-		free(w->fwd_t);
-		free(w->bwd_t);
-		free(w->xf_t);
-		free(w->xb_t);
+		free(w->tfwd);
+		free(w->tbwd);
 		free(w->tasks);
 		free(w->pairs);
 		free(w->bpairs);
