@@ -13,7 +13,7 @@
  * new shards, transfers, lists and groups are appended to the arrays of
  * struct sim_work, every index of the rest staying valid; the lists are
  * addressed by (ofs, end) for that reason.  What is left behind is
- * garbage, and once it outgrows the live part six times a full run
+ * garbage, and once it outgrows the live part 24 times a full run
  * compacts it (a compaction costs a full run; the schedule only ever
  * touches live entries, so garbage costs memory, not time).  The temporary
  * lists a change builds are keyed by the changed shards alone.
@@ -538,7 +538,7 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 {
 	const struct sim_work *w = s->w;
 
-	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 6 * w->live ||
+	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 24 * w->live ||
 	    pl->nstages != w->nstages)
 		return 0;
 	/* the stage of a changed op must stay: the order of steps depends
