@@ -37,6 +37,11 @@ struct sim_cost {
 	enum cost_source source;
 };
 
+/* Costs of earlier configurations kept per op: a search comes back to
+ * the same few (a rejected proposal's op goes back at once), and a
+ * lookup formats the op's signature and hashes it. */
+#define SIM_COST_WAYS 8
+
 /* A transfer: per micro-batch, forward a copy of a region of a producer
  * shard's output from src to dst, backward its gradient from dst to src.
  * Consumers on dst of the same stage that need the same region share it,
@@ -107,6 +112,8 @@ struct sim_work {
 	/* Fixed by sim_init: the graph's consumers, op costs, resources. */
 	int *cons_ofs, *cons;
 	struct sim_cost *cost;
+	struct sim_cost *cost_seen;      /* [nops][SIM_COST_WAYS]: earlier */
+	int *cost_next;                  /* lookups, replaced in turn */
 	int ndev, nres, res_intra, res_nic;
 
 	/* Fixed by one plan (sim_layout.c). */
