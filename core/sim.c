@@ -137,6 +137,9 @@ int sim_init(struct sim *s, const struct graph *g, const struct profile *p,
 	w->res_nic = w->res_intra + w->ndev * c->per_node;
 	w->nres = w->res_nic + 2 * c->nodes;
 	w->cost = calloc((size_t)(g->nops > 0 ? g->nops : 1), sizeof *w->cost);
+	w->cost_seen = calloc((size_t)(g->nops > 0 ? g->nops : 1) * SIM_COST_WAYS,
+			      sizeof *w->cost_seen);
+	w->cost_next = calloc((size_t)(g->nops > 0 ? g->nops : 1), sizeof *w->cost_next);
 	w->res_free = calloc((size_t)w->nres, sizeof *w->res_free);
 	w->res_busy = calloc((size_t)w->nres, sizeof *w->res_busy);
 	w->grad_ready = calloc((size_t)w->ndev, sizeof *w->grad_ready);
@@ -145,7 +148,7 @@ int sim_init(struct sim *s, const struct graph *g, const struct profile *p,
 	w->dev_nshards = calloc((size_t)w->ndev, sizeof *w->dev_nshards);
 	w->umem = calloc((size_t)w->ndev, sizeof *w->umem);
 	w->udev_nshards = calloc((size_t)w->ndev, sizeof *w->udev_nshards);
-	if (!w->cost || !w->res_free || !w->res_busy || !w->grad_ready ||
+	if (!w->cost || !w->cost_seen || !w->cost_next || !w->res_free || !w->res_busy || !w->grad_ready ||
 	    !w->act_cur || !w->mem || !w->dev_nshards || !w->umem || !w->udev_nshards)
 		st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
 out:
@@ -162,6 +165,8 @@ void sim_release(struct sim *s)
 		free(w->cons_ofs);
 		free(w->cons);
 		free(w->cost);
+		free(w->cost_seen);
+		free(w->cost_next);
 		free(w->res_free);
 		free(w->res_busy);
 		free(w->grad_ready);
@@ -183,6 +188,7 @@ void sim_release(struct sim *s)
 		free(w->op_grp_end);
 		free(w->ckpt_d);
 		free(w->ckpt_i);
+		free(w->ckpt_ok);
 		free(w->op_mark);
 		free(w->op_stage);
 		free(w->aff);
@@ -215,10 +221,8 @@ void sim_release(struct sim *s)
 		free(w->op_grp_ofs);
 		free(w->shard_params);
 		free(w->items);
-		free(w->fwd_t);
-		free(w->bwd_t);
-		free(w->xf_t);
-		free(w->xb_t);
+		free(w->tfwd);
+		free(w->tbwd);
 		free(w->tasks);
 		free(w->pairs);
 		free(w->bpairs);
@@ -246,10 +250,12 @@ int sim_op_cost(const struct profile *p, const struct graph *g, int i,
 }
 
 /* The cost of op i under its plan degrees, looked up unless they are
- * those of the last run. */
+ * those of the last run or of one of the op's SIM_COST_WAYS configurations
+ * seen before it. */
 static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 {
-	struct sim_cost *c = &s->w->cost[i];
+	struct sim_work *w = s->w;
+	struct sim_cost *c = &w->cost[i], *seen = w->cost_seen + (size_t)i * SIM_COST_WAYS;
 	int deg[NDIMS], st;
 	struct op_cost oc;
 
@@ -257,6 +263,11 @@ static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 	deg[DIM_N] *= pl->microbatches;
 	if (memcmp(deg, c->degree, sizeof deg) == 0)
 		return AP_OK;
+	for (int k = 0; k < SIM_COST_WAYS; k++)
+		if (memcmp(deg, seen[k].degree, sizeof deg) == 0) {
+			*c = seen[k];
+			return AP_OK;
+		}
 	st = sim_op_cost(s->p, s->g, i, pl->ops[i].degree, pl->microbatches, &oc);
 	if (st)
 		return st;
@@ -265,6 +276,8 @@ static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 	c->bwd_s = oc.bwd_us * 1e-6;
 	c->workspace_bytes = oc.workspace_bytes;
 	c->source = oc.source;
+	seen[w->cost_next[i]] = *c;
+	w->cost_next[i] = (w->cost_next[i] + 1) % SIM_COST_WAYS;
 	return AP_OK;
 }
 

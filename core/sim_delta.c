@@ -13,7 +13,7 @@
  * new shards, transfers, lists and groups are appended to the arrays of
  * struct sim_work, every index of the rest staying valid; the lists are
  * addressed by (ofs, end) for that reason.  What is left behind is
- * garbage, and once it outgrows the live part six times a full run
+ * garbage, and once it outgrows the live part 24 times a full run
  * compacts it (a compaction costs a full run; the schedule only ever
  * touches live entries, so garbage costs memory, not time).  The temporary
  * lists a change builds are keyed by the changed shards alone.
@@ -22,9 +22,11 @@
  * fixed order, each resource doing its tasks in that order, so the state
  * before a step (resource free and busy times, activations in flight,
  * gradient readiness, the critical path, counters) and the times of the
- * steps before it determine the rest.  Runs keep that state every
- * SIM_CKPT_STEPS steps; a delta restores the last checkpoint before the
- * first step of a changed producer and runs the schedule from there.
+ * steps before it determine the rest.  Runs keep that state before every
+ * SIM_CKPT_STEPS-th step that is a forward (a change is first felt at the
+ * forward of a changed producer, never at a backward); a delta restores
+ * the last checkpoint before the first step of a changed producer and
+ * runs the schedule from there.
  * Resources keep their order of work, every sum is taken in the same
  * order as in a full run, and maxima do not depend on order, so the times
  * are the same numbers.
@@ -71,8 +73,13 @@ int sim_ckpt_save(struct sim_work *w, int step)
 	double *d;
 	int64_t *v;
 
-	if (RESERVE(w, ckpt_d, (k + 1) * nd) || RESERVE(w, ckpt_i, (k + 1) * ni))
+	if (RESERVE(w, ckpt_d, (k + 1) * nd) || RESERVE(w, ckpt_i, (k + 1) * ni) ||
+	    RESERVE(w, ckpt_ok, k + 1))
 		return AP_EFAIL;
+	/* the steps between are backward ones, or were not reached */
+	for (int j = w->nckpt; j < (int)k; j++)
+		w->ckpt_ok[j] = 0;
+	w->ckpt_ok[k] = 1;
 	d = w->ckpt_d + k * nd;
 	v = w->ckpt_i + k * ni;
 	memcpy(d, w->res_free, (size_t)w->nres * sizeof *d);
@@ -93,6 +100,17 @@ int sim_ckpt_save(struct sim_work *w, int step)
 	if ((int)k >= w->nckpt)
 		w->nckpt = (int)k + 1;
 	return AP_OK;
+}
+
+int sim_ckpt_before(const struct sim_work *w, int step)
+{
+	int k = step / SIM_CKPT_STEPS;
+
+	if (k >= w->nckpt)
+		k = w->nckpt - 1;
+	while (k > 0 && !w->ckpt_ok[k])
+		k--;
+	return k > 0 ? k * SIM_CKPT_STEPS : 0;
 }
 
 void sim_ckpt_restore(struct sim_work *w, int step)
@@ -493,22 +511,26 @@ void sim_undo(struct sim *s)
 
 /* --- the schedule of a change ---------------------------------------------- */
 
-/* The first step that runs the forward of an op of R, rounded down to a
- * checkpoint; the last checkpoint when R is empty. */
+/* The first step that runs the forward of an op of R; the last forward
+ * step when R is empty. */
 static int first_step(const struct sim *s)
 {
 	const struct sim_work *w = s->w;
-	int step = 0;
+	int step = 0, last = 0;
 
 	for (int it = 0; it < w->nitems; it++) {
 		const struct sched_item *x = &w->items[it];
 		int a = w->stage_ops_ofs[x->stage], b = w->stage_ops_ofs[x->stage + 1];
 
-		for (int k = a; k < b; k++, step++)
-			if (!x->bwd && (w->op_mark[w->stage_ops[k]] & MARK_R))
-				return step / SIM_CKPT_STEPS * SIM_CKPT_STEPS;
+		for (int k = a; k < b && !x->bwd; k++, step++) {
+			if (w->op_mark[w->stage_ops[k]] & MARK_R)
+				return step;
+			last = step;
+		}
+		if (x->bwd)
+			step += b - a;
 	}
-	return step / SIM_CKPT_STEPS * SIM_CKPT_STEPS;
+	return last;
 }
 
 /* Whether the change can be applied to the last run's state. */
@@ -516,7 +538,7 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 {
 	const struct sim_work *w = s->w;
 
-	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 6 * w->live ||
+	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 24 * w->live ||
 	    pl->nstages != w->nstages)
 		return 0;
 	/* the stage of a changed op must stay: the order of steps depends
@@ -566,11 +588,9 @@ static int delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 		return st;
 	/* the steps before the change's first are those of the plan before
 	 * it, whatever step the run starts from */
-	w->last_from = from = first_step(s);
+	w->last_from = from = sim_ckpt_before(w, first_step(s));
 	if (from > w->stale_from)
 		from = w->stale_from;
-	if (from / SIM_CKPT_STEPS >= w->nckpt)
-		from = 0;
 	st = sim_finish_change(s, pl, w->uop, nk, from, r);
 	if (!st) {
 		w->delta_ready = 1;

@@ -37,6 +37,11 @@ struct sim_cost {
 	enum cost_source source;
 };
 
+/* Costs of earlier configurations kept per op: a search comes back to
+ * the same few (a rejected proposal's op goes back at once), and a
+ * lookup formats the op's signature and hashes it. */
+#define SIM_COST_WAYS 8
+
 /* A transfer: per micro-batch, forward a copy of a region of a producer
  * shard's output from src to dst, backward its gradient from dst to src.
  * Consumers on dst of the same stage that need the same region share it,
@@ -107,6 +112,8 @@ struct sim_work {
 	/* Fixed by sim_init: the graph's consumers, op costs, resources. */
 	int *cons_ofs, *cons;
 	struct sim_cost *cost;
+	struct sim_cost *cost_seen;      /* [nops][SIM_COST_WAYS]: earlier */
+	int *cost_next;                  /* lookups, replaced in turn */
 	int ndev, nres, res_intra, res_nic;
 
 	/* Fixed by one plan (sim_layout.c). */
@@ -154,10 +161,8 @@ struct sim_work {
 	ARRAY(struct sched_item, items);
 
 	/* Per run (sim_sched.c). */
-	ARRAY(struct tend, fwd_t);       /* [m][nshards] */
-	ARRAY(struct tend, bwd_t);
-	ARRAY(struct tend, xf_t);        /* [m][nxf] */
-	ARRAY(struct tend, xb_t);
+	struct tend *tfwd, *tbwd;        /* [m][t_xcap + t_scap]: task times */
+	int t_xcap, t_scap, t_m;         /* their block's parts, and blocks */
 	struct tend *grad_ready;         /* [ndev] */
 	double *res_free, *res_busy;     /* [nres] */
 	int64_t *act_cur;                /* [ndev] */
@@ -176,6 +181,7 @@ struct sim_work {
 	int ckpt_on, nckpt;
 	ARRAY(double, ckpt_d);           /* [nckpt][ckpt_nd] */
 	ARRAY(int64_t, ckpt_i);          /* [nckpt][ckpt_ni] */
+	ARRAY(int, ckpt_ok);             /* [nckpt]: kept (a forward step) */
 	int delta_ready;                 /* the last run can be continued */
 	enum sim_optimizer opt;          /* of the last run */
 	int nfsrc, nbsrc, nxff, nxfb;    /* values in use of those lists */
@@ -247,10 +253,11 @@ void sim_link_res(const struct sim *s, int a, int b, int res[2]);
  * state of s->w; mem[].weights must be set, and the optimizer keeps
  * opt_copies extra copies of them. */
 int sim_schedule(struct sim *s, int opt_copies);
-/* The same from step `from` on (a multiple of SIM_CKPT_STEPS whose
- * checkpoint the last run kept), the earlier steps' times left as they
- * are. */
-#define SIM_CKPT_STEPS 8
+/* The same from step `from` on (0, or a step whose checkpoint the last
+ * run kept: sim_ckpt_before()), the earlier steps' times left as they
+ * are.  Checkpoints are kept before every SIM_CKPT_STEPS-th step that is
+ * a forward: a change is first felt at a forward step. */
+#define SIM_CKPT_STEPS 4
 int sim_schedule_from(struct sim *s, int opt_copies, int from);
 
 /* sim.c: what a run does after the layout: costs, memory, the schedule
@@ -266,5 +273,6 @@ int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_und
 void sim_delta_base(struct sim *s);
 int sim_ckpt_save(struct sim_work *w, int step);
 void sim_ckpt_restore(struct sim_work *w, int step);
+int sim_ckpt_before(const struct sim_work *w, int step);
 
 #endif

@@ -13,6 +13,7 @@
  */
 #include "sim_impl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
@@ -71,17 +72,67 @@ static struct tend occupy(struct sim_work *w, const int *res, int n,
 	return e;
 }
 
+/* Task times.  Per direction (forward, backward) and micro-batch one
+ * block holds the times of the shards' compute tasks at indices gs >= 0
+ * and those of the transfers below them, transfer x at SRC_XFER(x) =
+ * -1 - x: a source code of fsrc or bsrc is then an index into the block,
+ * and the hot loop reads a source's time without a branch.  The blocks
+ * are kept between runs (a delta reads the earlier steps' times of the
+ * last run), so growing them moves the times to the new place. */
+static int reserve_block(struct tend **t, int m0, int x0, int s0, int m, int xc, int sc)
+{
+	size_t stride = (size_t)xc + sc, stride0 = (size_t)x0 + s0;
+	struct tend *n = malloc((size_t)m * stride * sizeof *n);
+
+	if (!n)
+		return ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
+	for (int j = 0; j < m0 && j < m && *t; j++)
+		memcpy(n + j * stride + (xc - x0), *t + j * stride0, stride0 * sizeof *n);
+	free(*t);
+	*t = n;
+	return AP_OK;
+}
+
+static int reserve_times(struct sim_work *w)
+{
+	int xc = w->t_xcap, sc = w->t_scap, m = w->t_m;
+
+	if (w->nxf <= xc && w->nshards <= sc && w->m <= m)
+		return AP_OK;
+	/* geometric growth: deltas append shards and transfers */
+	if (w->nxf > xc)
+		xc = w->nxf > 2 * xc ? w->nxf : 2 * xc;
+	if (w->nshards > sc)
+		sc = w->nshards > 2 * sc ? w->nshards : 2 * sc;
+	if (w->m > m)
+		m = w->m;
+	if (reserve_block(&w->tfwd, w->t_m, w->t_xcap, w->t_scap, m, xc, sc) ||
+	    reserve_block(&w->tbwd, w->t_m, w->t_xcap, w->t_scap, m, xc, sc))
+		return AP_EFAIL;
+	w->t_xcap = xc;
+	w->t_scap = sc;
+	w->t_m = m;
+	return AP_OK;
+}
+
+/* The block of micro-batch j: forward (bwd 0) or backward times. */
+static struct tend *times(const struct sim_work *w, int bwd, int j)
+{
+	return (bwd ? w->tbwd : w->tfwd) + (size_t)j * ((size_t)w->t_xcap + w->t_scap) +
+	       w->t_xcap;
+}
+
 /* The compute tasks of one op's shards for micro-batch j: the hot loop of
- * the simulator, one pass over the shards with everything inline.  src[]
- * lists each shard's sources (CSR at ofs); a source >= 0 ends at own[],
- * a transfer at xt[].  `in` is the other dependency of every shard (its
- * own forward for a backward; none for a forward).  sign is +1 for a
- * forward, which keeps its activations on the device, -1 for a backward,
- * which frees them. */
-static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
-		   double dur, const int *ofs, const int *end, const int *src,
-		   struct tend *own,
-		   const struct tend *xt, const struct tend *in, int sign)
+ * the simulator, one pass over the shards with everything inline, and
+ * inlined into step() so that the direction and whether the run records
+ * are constants (a recording call in the loop would spill its registers).
+ * src[] lists each shard's sources (CSR at ofs, end), indices into the
+ * direction's block own[].  A backward also waits for the shard's own
+ * forward, in fwd[]; a forward keeps its activations on the device, a
+ * backward frees them. */
+static inline __attribute__((always_inline)) int
+compute(struct sim_work *w, int op, int j, int bwd, int rec, double dur, const int *ofs,
+	const int *end, const int *src, struct tend *own, const struct tend *fwd)
 {
 	/* the arrays in locals: the stores below could alias w's fields */
 	double *res_free = w->res_free, *res_busy = w->res_busy;
@@ -90,31 +141,27 @@ static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
 	const int64_t *act_bytes = w->act_bytes;
 	int64_t *act_cur = w->act_cur;
 	struct sim_mem *mem = w->mem;
-	int a = w->shard_base[op], b = w->shard_end[op], st = AP_OK, rec = w->record;
+	int a = w->shard_base[op], b = w->shard_end[op], st = AP_OK;
+	enum sim_task_kind kind = bwd ? TASK_BWD : TASK_FWD;
 
 	for (int gs = a; gs < b; gs++) {
 		int dev = shard_dev[gs];
-		double t = res_free[dev], ready = 0, cp = 0;
+		double ready = bwd ? fwd[gs].end : 0, cp = bwd ? fwd[gs].cp : 0, t;
 
-		if (in) {
-			ready = in[gs].end;
-			cp = in[gs].cp;
-		}
 		for (int e = ofs[gs], e1 = end[gs]; e < e1; e++) {
-			const struct tend *x = src[e] >= 0 ? &own[src[e]]
-							    : &xt[SRC_XFER(src[e])];
+			const struct tend *x = &own[src[e]];
 
 			ready = dmax(ready, x->end);
 			cp = dmax(cp, x->cp);
 		}
-		t = dmax(t, ready);
+		t = dmax(res_free[dev], ready);
 		res_free[dev] = t + dur;
 		res_busy[dev] += dur;
 		own[gs].end = t + dur;
 		own[gs].cp = cp + dur;
 		max_cp = dmax(max_cp, cp + dur);
 		/* a backward frees: only a forward can raise the peak */
-		if (sign > 0) {
+		if (!bwd) {
 			int64_t act = act_cur[dev] += act_bytes[gs];
 
 			if (act > mem[dev].act)
@@ -130,61 +177,50 @@ static int compute(struct sim_work *w, int op, int j, enum sim_task_kind kind,
 	return st;
 }
 
-/* The transfers list[a..b) of micro-batch j, after the compute tasks
- * whose ends are in ct: forward (bwd 0) on their res once their producer
+/* The transfers list[a..b) of micro-batch j, after the compute tasks of
+ * the same block t[]: forward (bwd 0) on their res once their producer
  * shard ends, or backward on their rres once their consumer's backward
- * ends; their ends into xt.  Second only to compute() in a run, so the
- * usual case, one or two resources and no recording, is inline: the same
- * arithmetic as occupy() in the same order. */
-static int sends(struct sim_work *w, const int *list, int a, int b, int bwd,
-		 enum sim_task_kind kind, const struct tend *ct, struct tend *xt, int j)
+ * ends; their ends into t[] too.  Second only to compute() in a run, so
+ * the usual case, one or two resources and no recording, is inline: the
+ * same arithmetic as occupy() in the same order. */
+static inline __attribute__((always_inline)) int
+sends(struct sim_work *w, const int *list, int a, int b, int bwd, int rec, struct tend *t,
+      int j)
 {
 	double *res_free = w->res_free, *res_busy = w->res_busy, max_cp = w->max_cp;
 	int64_t *link_bytes = w->link_bytes;
+	const struct sim_xfer *xf = w->xf;
+	enum sim_task_kind kind = bwd ? TASK_SEND_GRAD : TASK_SEND_ACT;
 	int st = AP_OK;
 
-	for (int e = a; e < b && !st; e++) {
-		const struct sim_xfer *x = &w->xf[list[e]];
+	for (int e = a; e < b; e++) {
+		const struct sim_xfer *x = &xf[list[e]];
 		const int *res = bwd ? x->rres : x->res;
-		struct tend ready = ct[bwd ? x->cons : x->prod];
-		double dur = x->dur_s, t = dmax(ready.end, res_free[res[0]]);
+		struct tend ready = t[bwd ? x->cons : x->prod];
+		double dur = x->dur_s, start = dmax(ready.end, res_free[res[0]]);
+		struct tend *out = &t[SRC_XFER(list[e])];
 
 		if (res[1] >= 0)
-			t = dmax(t, res_free[res[1]]);
-		res_free[res[0]] = t + dur;
+			start = dmax(start, res_free[res[1]]);
+		res_free[res[0]] = start + dur;
 		res_busy[res[0]] += dur;
 		if (res[1] >= 0) {
-			res_free[res[1]] = t + dur;
+			res_free[res[1]] = start + dur;
 			res_busy[res[1]] += dur;
 		}
-		xt[list[e]].end = t + dur;
-		xt[list[e]].cp = ready.cp + dur;
+		out->end = start + dur;
+		out->cp = ready.cp + dur;
 		max_cp = dmax(max_cp, ready.cp + dur);
 		link_bytes[x->cls] += x->bytes;
-		if (w->record) {
+		if (rec && !st) {
 			int pop = w->shard_op[x->prod];
 
-			st = record(w, kind, res[0], pop, x->prod - w->shard_base[pop], j, t,
+			st = record(w, kind, res[0], pop, x->prod - w->shard_base[pop], j, start,
 				    dur, x->bytes);
 		}
 	}
 	w->max_cp = max_cp;
 	count(w, kind, b - a);
-	return st;
-}
-
-static int forward(struct sim *s, int op, int j)
-{
-	struct sim_work *w = s->w;
-	struct tend *ft = w->fwd_t + (size_t)j * w->nshards;
-	struct tend *xt = w->xf_t + (size_t)j * w->nxf;
-	int st;
-
-	st = compute(w, op, j, TASK_FWD, w->cost[op].fwd_s, w->fsrc_ofs, w->fsrc_end,
-		     w->fsrc, ft, xt, NULL, 1);
-	if (!st)
-		st = sends(w, w->xff, w->xff_ofs[op], w->xff_end[op], 0, TASK_SEND_ACT, ft,
-			   xt, j);
 	return st;
 }
 
@@ -194,7 +230,7 @@ static int forward(struct sim *s, int op, int j)
 static int allreduce(struct sim *s, int op)
 {
 	struct sim_work *w = s->w;
-	const struct tend *bt = w->bwd_t + (size_t)(w->m - 1) * w->nshards;
+	const struct tend *bt = times(w, 1, w->m - 1);
 	int st = AP_OK;
 
 	for (int gi = w->op_grp_ofs[op]; gi < w->op_grp_end[op] && !st; gi++) {
@@ -228,22 +264,36 @@ static int allreduce(struct sim *s, int op)
 	return st;
 }
 
-static int backward(struct sim *s, int op, int j)
+/* One step: op's forward (bwd 0) or backward for micro-batch j, its
+ * transfers, and after the last micro-batch's backward its all-reduces. */
+static inline __attribute__((always_inline)) int
+step(struct sim *s, int op, int j, int bwd, int rec)
 {
 	struct sim_work *w = s->w;
-	const struct tend *ft = w->fwd_t + (size_t)j * w->nshards;
-	struct tend *bt = w->bwd_t + (size_t)j * w->nshards;
-	struct tend *xb = w->xb_t + (size_t)j * w->nxf;
+	struct tend *t = times(w, bwd, j);
 	int st;
 
-	st = compute(w, op, j, TASK_BWD, w->cost[op].bwd_s, w->bsrc_ofs, w->bsrc_end,
-		     w->bsrc, bt, xb, ft, -1);
-	if (!st)
-		st = sends(w, w->xfb, w->xfb_ofs[op], w->xfb_end[op], 1, TASK_SEND_GRAD, bt,
-			   xb, j);
-	if (!st && j == w->m - 1)
+	if (!bwd)
+		st = compute(w, op, j, 0, rec, w->cost[op].fwd_s, w->fsrc_ofs, w->fsrc_end,
+			     w->fsrc, t, NULL);
+	else
+		st = compute(w, op, j, 1, rec, w->cost[op].bwd_s, w->bsrc_ofs, w->bsrc_end,
+			     w->bsrc, t, times(w, 0, j));
+	if (!st && !bwd)
+		st = sends(w, w->xff, w->xff_ofs[op], w->xff_end[op], 0, rec, t, j);
+	if (!st && bwd)
+		st = sends(w, w->xfb, w->xfb_ofs[op], w->xfb_end[op], 1, rec, t, j);
+	if (!st && bwd && j == w->m - 1)
 		st = allreduce(s, op);
 	return st;
+}
+
+/* step() in its four variants. */
+static int run_step(struct sim *s, int op, int j, int bwd)
+{
+	if (s->w->record)
+		return bwd ? step(s, op, j, 1, 1) : step(s, op, j, 0, 1);
+	return bwd ? step(s, op, j, 1, 0) : step(s, op, j, 0, 0);
 }
 
 /* The optimizer step reads weights, gradients and its state and writes
@@ -285,24 +335,25 @@ static void reset(struct sim_work *w)
 }
 
 /* A step is one op's forward or backward within an item; steps are
- * numbered in the order they run.  Every SIM_CKPT_STEPS-th step's state
- * is kept when checkpoints are on (sim_delta.c), so that a later run can
- * start from the last checkpoint before the first step a change touches
- * and leave the earlier steps' times as they are. */
+ * numbered in the order they run.  The state before every
+ * SIM_CKPT_STEPS-th step that is a forward is kept when checkpoints are
+ * on (sim_delta.c), so that a later run can start from the last
+ * checkpoint before the first step a change touches and leave the earlier
+ * steps' times as they are. */
 int sim_schedule_from(struct sim *s, int opt_copies, int from)
 {
 	struct sim_work *w = s->w;
-	size_t nt = (size_t)w->m * w->nshards, nx = (size_t)w->m * w->nxf;
 	int st = AP_OK, step = 0;
 
-	if (RESERVE(w, fwd_t, nt) || RESERVE(w, bwd_t, nt) ||
-	    RESERVE(w, xf_t, nx ? nx : 1) || RESERVE(w, xb_t, nx ? nx : 1))
+	if (reserve_times(w))
 		return AP_EFAIL;
 	w->nrecorded = 0;
-	if (from > 0)
+	if (from > 0) {
 		sim_ckpt_restore(w, from);
-	else
+	} else {
 		reset(w);
+		w->nckpt = 0;
+	}
 	for (int it = 0; it < w->nitems && !st; it++) {
 		const struct sched_item *x = &w->items[it];
 		int a = w->stage_ops_ofs[x->stage], b = w->stage_ops_ofs[x->stage + 1];
@@ -310,14 +361,11 @@ int sim_schedule_from(struct sim *s, int opt_copies, int from)
 		for (int k = 0; k < b - a && !st; k++, step++) {
 			if (step < from)
 				continue;
-			if (w->ckpt_on && step % SIM_CKPT_STEPS == 0)
+			if (w->ckpt_on && !x->bwd && step % SIM_CKPT_STEPS == 0)
 				st = sim_ckpt_save(w, step);
 			if (st)
 				break;
-			if (!x->bwd)
-				st = forward(s, w->stage_ops[a + k], x->mb);
-			else
-				st = backward(s, w->stage_ops[b - 1 - k], x->mb);
+			st = run_step(s, w->stage_ops[x->bwd ? b - 1 - k : a + k], x->mb, x->bwd);
 		}
 	}
 	if (!st)
