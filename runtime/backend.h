@@ -99,6 +99,9 @@ struct backend {
 	 * reading the halo that kern.ilo/igsize describe (else such plans are
 	 * refused before launch) */
 	int window_splits;
+	/* whether two threads may run its kernels at once (async-predict's
+	 * paired forward and backward, exec.c run_pair) */
+	int two_threads;
 	void *(*alloc)(size_t bytes);   /* zeroed */
 	void (*release)(void *p);
 	/* The data the executor moves itself (gathers, gradient sums, loss

@@ -98,6 +98,7 @@ static const char *cpu_describe(void)
 const struct backend backend_cpu = {
 	.name = "cpu",
 	.window_splits = 1,
+	.two_threads = 1,
 	.ops = {
 		[OP_CONV2D] = &cpu_conv2d,
 		[OP_MAXPOOL] = &cpu_maxpool,

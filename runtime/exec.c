@@ -419,24 +419,31 @@ static int run_pair(struct exec *e, const struct sched_item *f, int nf,
 	return st ? st : l.st;
 }
 
-/* Whether this rank runs a task of items [x, x + n). */
-static int has_tasks(const struct exec *e, const struct sched_item *x, int n)
+/* Whether this rank runs a task of items [x, x + n); with csum, a task
+ * whose kernel calls a collective (kbufs.csum): two threads must not
+ * issue collectives on one group in an order that differs between
+ * ranks. */
+static int has_tasks(const struct exec *e, const struct sched_item *x, int n, int csum)
 {
 	for (int i = 0; i < n; i++)
-		for (int q = e->stage_ops_ofs[x[i].stage]; q < e->stage_ops_ofs[x[i].stage + 1]; q++)
-			if (e->mine[e->stage_ops[q]] >= 0)
+		for (int q = e->stage_ops_ofs[x[i].stage]; q < e->stage_ops_ofs[x[i].stage + 1]; q++) {
+			int k = e->mine[e->stage_ops[q]];
+
+			if (k >= 0 && (!csum || e->sh[k].cg.gid >= 0))
 				return 1;
+		}
 	return 0;
 }
 
 /* Whether the nf forwards and nb backwards of one key at x run as a
  * concurrent pair: async-predict with prediction (without it the forward
- * would read the weights the backward updates), on a transport two
- * threads may use, with tasks of this rank on both sides. */
+ * would read the weights the backward updates), on a backend and a
+ * transport two threads may use, with tasks of this rank on both sides
+ * and no collective inside a kernel. */
 static int pairs(const struct exec *e, const struct sched_item *x, int nf, int nb)
 {
-	return exec_predicts(e) && e->t->threads && !e->o.serial && has_tasks(e, x, nf) &&
-	       has_tasks(e, x + nf, nb);
+	return exec_predicts(e) && e->t->threads && e->be->two_threads && !e->o.serial &&
+	       has_tasks(e, x, nf, 0) && has_tasks(e, x + nf, nb, 0) && !has_tasks(e, x, nf + nb, 1);
 }
 
 /* An asynchronous schedule's slice of the stream for step `step`: the
