@@ -135,7 +135,9 @@ static int measure_row(const int degree[NDIMS], void *ctx)
 	int64_t ws;
 	int rc;
 
-	if (!exec_can_split(c->be, c->g, c->i, degree))
+	/* what the backend cannot run keeps its roofline rows */
+	if (!exec_can_split(c->be, c->g, c->i, degree) ||
+	    (c->g->ops[c->i].kind != OP_INPUT && !c->be->ops[c->g->ops[c->i].kind]))
 		return AP_OK;
 	rc = graph_op_signature(c->g, c->i, degree, sig, sizeof sig);
 	if (!rc)
