@@ -29,19 +29,8 @@ struct mpi_state {
 	pthread_mutex_t lock;  /* guards req, nreq, free_id, nfree */
 };
 
-#define MPI_CHECK(call)                                                        \
-	do {                                                                   \
-		int rc_ = (call);                                              \
-		if (rc_ != MPI_SUCCESS) {                                      \
-			char msg_[MPI_MAX_ERROR_STRING];                       \
-			int len_ = 0;                                          \
-			MPI_Error_string(rc_, msg_, &len_);                    \
-			return ap_err(AP_EFAIL, __FILE__, __LINE__, "%s: %s",  \
-				      #call, msg_);                            \
-		}                                                              \
-	} while (0)
 
-/* MPI_CHECK for a code obtained under the lock. */
+/* 0, or a message naming call and what MPI says of its code rc. */
 static int mpi_status(int rc, const char *call)
 {
 	char msg[MPI_MAX_ERROR_STRING];
@@ -52,6 +41,14 @@ static int mpi_status(int rc, const char *call)
 	MPI_Error_string(rc, msg, &len);
 	return ap_err(AP_EFAIL, __FILE__, __LINE__, "%s: %s", call, msg);
 }
+
+/* Returns from the caller with a message naming the call when it fails. */
+#define MPI_CHECK(call)                                                        \
+	do {                                                                   \
+		int rc_ = (call);                                              \
+		if (rc_ != MPI_SUCCESS)                                        \
+			return mpi_status(rc_, #call);                         \
+	} while (0)
 
 static MPI_Request *new_req(struct mpi_state *s, int *id)
 {

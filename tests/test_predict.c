@@ -204,24 +204,17 @@ static void test_ranks(void **state)
 	assert_int_equal(rows, 3);
 }
 
-/* The loss CSV of `run PLAN EXTRA` (6 steps) into buf; the run's output
+/* The loss CSV of `run PLAN EXTRA` (6 steps) into buf (blen bytes); the run's output
  * into out. */
 static void run_losses(const char *plan, const char *extra, char *out, size_t len,
 		       char *buf, size_t blen)
 {
 	char csv[1024];
-	size_t n;
-	FILE *f;
 
 	snprintf(csv, sizeof csv, "%s/pair-loss.csv", tmp_dir());
 	assert_int_equal(rt_run(out, len, "run '%s' --steps 4 --warmup 2 --loss-csv '%s' %s",
 				plan, csv, extra), 0);
-	f = fopen(csv, "r");
-	assert_non_null(f);
-	n = fread(buf, 1, blen - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	assert_true(n > 20);
+	assert_true(test_read_file(csv, buf, blen) > 20);
 }
 
 /* A stage's paired forward and backward run on two threads, and training

@@ -58,14 +58,26 @@ static inline const char *test_bin(void)
 	return b && *b ? b : "bin/autopar";
 }
 
+/* Reads the file at path into out (at most len - 1 bytes, then a NUL);
+ * returns the bytes read. */
+static inline size_t test_read_file(const char *path, char *out, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	fclose(f);
+	return n;
+}
+
 /* Runs `autopar ARGS` with its stderr (and its stdout too when both, else
  * /dev/null) captured into out (len bytes); returns the exit status (128 +
  * signal when killed). */
 static inline int test_autopar(const char *args, int both, char *out, size_t len)
 {
 	char cmd[4096], path[600];
-	size_t n;
-	FILE *f;
 	int st;
 
 	snprintf(path, sizeof path, "%s/autopar.out", tmp_dir());
@@ -74,11 +86,7 @@ static inline int test_autopar(const char *args, int both, char *out, size_t len
 	else
 		snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", test_bin(), args, path);
 	st = system(cmd);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	fclose(f);
+	test_read_file(path, out, len);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
