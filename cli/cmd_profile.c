@@ -1,6 +1,6 @@
 /*
  * `autopar profile`: builds a profile directory (ops.csv, device.csv) for a
- * device.  On a device the runtime has a backend for (cpu; cuda[:N], whose
+ * device.  On a device the runtime has a backend for (cpu, cuda[:N]; the
  * device row is measured too: GEMM rate, copy bandwidth, launch cost) it
  * measures every operator shard of the given models that the runtime can
  * execute with that backend (runtime/profiler.h), and fills the splits it
@@ -48,8 +48,10 @@ static const char usage[] =
 	"name, a .model file or a PipeDream graph.txt) at every power-of-two split\n"
 	"of its splittable dims up to N shards.  On a device with a runtime backend\n"
 	"(cpu) each shard the runtime can execute is measured on this machine (the\n"
-	"median of 31 runs, forward and backward); the other shards, and every\n"
-	"shard with --analytic, get a roofline estimate from the device's specs.\n"
+	"median of 31 runs, forward and backward), and so is the device row on one\n"
+	"core (float32 GEMM rate, copy bandwidth, the cost of a tiny call); the\n"
+	"other shards, and every shard with --analytic, get a roofline estimate\n"
+	"from the device's specs.\n"
 	"A profile already in DIR is extended: its measured rows are measured\n"
 	"again, its other rows kept, and its device must be DEVICE.\n"
 	"\n"
@@ -113,7 +115,7 @@ static int open_profile(const char *dir, const struct device_spec *dev,
 	if (!same_spec(&p->dev, dev)) {
 		/* analytic rows follow from the specs: recompute them all */
 		dropped = profile_drop_analytic(p);
-		fprintf(stderr, "%s: specs of '%s' changed in devices.csv; recomputing %d analytic rows\n",
+		fprintf(stderr, "%s: specs of '%s' differ from the profile's; recomputing %d analytic rows\n",
 			dir, dev->name, dropped);
 	}
 	p->dev = *dev;
@@ -209,6 +211,21 @@ static int measure_gpu(int dev, struct device_spec *d)
 	snprintf(d->description, sizeof d->description, "%.100s, measured by autopar profile",
 		 gpu);
 	return AP_OK;
+}
+
+/* The CPU's row: devices.csv's, with its GEMM rate, copy bandwidth and
+ * call cost measured on one core, as a rank of `autopar run` has it */
+static int measure_cpu(const struct backend *be, struct device_spec *d)
+{
+	int st = be->init();
+
+	if (!st)
+		st = profiler_device(be, 512, (int64_t)64 << 20, d);
+	if (!st)
+		snprintf(d->description, sizeof d->description,
+			 "one core of this machine (%.100s), measured by autopar profile",
+			 be->describe());
+	return st;
 }
 
 struct comm_rows {
@@ -311,6 +328,8 @@ static int run(int argc, char **argv)
 		rc = measure_gpu(gpu, &dev);
 	else
 		rc = device_find(datapath(path, sizeof path, "profiles/devices.csv"), device, &dev);
+	if (!rc && be && !cuda)
+		rc = measure_cpu(be, &dev);
 	if (rc)
 		goto out;
 	rc = open_profile(outdir, &dev, &p);

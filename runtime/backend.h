@@ -118,6 +118,10 @@ struct backend {
 			   const struct region *sr, int accumulate);
 	/* waits until everything queued has run (timings, host reads) */
 	int (*sync)(void);
+	/* evicts the caches the kernels use, so that a kernel the profiler
+	 * times next starts cold, as it does inside a training step; NULL:
+	 * timings run warm */
+	void (*evict)(void);
 	/* readies the backend in this process (called by every rank) */
 	int (*init)(void);
 	/* a short description of what the backend runs on, for messages */

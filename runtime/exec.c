@@ -164,12 +164,14 @@ static int forward(struct exec *e, struct rshard *s, int j)
 	int64_t n = shape_elems(&s->kern.out);
 
 	if (op->kind != OP_INPUT) {
-		/* the gradient of this output starts from zero; the loss
-		 * seeds the backward with d(mean)/d(position) */
+		/* the loss seeds the backward with d(mean)/d(position); any
+		 * other output's gradient is whatever its consumers' backwards
+		 * give it (add_dout) */
 		float seed = op->kind == OP_LOSS ? (float)(1.0 / (double)shape_elems(&op->out))
 						 : 0.0f;
 
-		if (e->be->fill(s->dout[j], n, seed))
+		s->dfresh[j] = op->kind != OP_LOSS;
+		if (op->kind == OP_LOSS && e->be->fill(s->dout[j], n, seed))
 			return AP_EFAIL;
 		fill_kbufs(e, s, j, &b);
 		if (exec_stashes(e) && s->nparams && e->be->copy(s->stash[j], s->w, s->nparams))
@@ -198,6 +200,23 @@ static int forward(struct exec *e, struct rshard *s, int j)
 	return AP_OK;
 }
 
+/* Adds part o of src (a buffer holding region sr of the output, of shape
+ * sh) to p's output gradient of slot j.  The first contribution of the
+ * micro-batch overwrites instead, after zeroing what it does not cover. */
+static int add_dout(struct exec *e, struct rshard *p, int j, const struct shape *sh,
+		    const struct region *o, const float *src, const struct region *sr)
+{
+	int acc = !p->dfresh[j];
+
+	if (p->dfresh[j] && !region_equal(o, &p->reg)) {
+		if (e->be->fill(p->dout[j], region_elems(&p->reg), 0.0f))
+			return AP_EFAIL;
+		acc = 1;
+	}
+	p->dfresh[j] = 0;
+	return e->be->region_copy(sh, o, p->dout[j], &p->reg, src, sr, acc);
+}
+
 /* Sends or adds the gradient of input kk to where its pieces came from. */
 static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 {
@@ -224,8 +243,7 @@ static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 		} else {
 			struct rshard *p = &e->sh[e->mine[x->op]];
 
-			if (e->be->region_copy(sh, &x->o, p->dout[j], &p->reg, s->din[kk],
-					       &s->inreg[kk], 1))
+			if (add_dout(e, p, j, sh, &x->o, s->din[kk], &s->inreg[kk]))
 				return AP_EFAIL;
 		}
 	}
@@ -243,7 +261,7 @@ static int backward(struct exec *e, struct rshard *s, int j)
 	struct transport *t = e->t;
 	const struct op *op = &e->g->ops[s->op];
 	struct kbufs b;
-	int id;
+	int id, direct[KERN_MAX_IN];
 
 	if (op->kind == OP_INPUT)
 		return AP_OK;
@@ -254,19 +272,31 @@ static int backward(struct exec *e, struct rshard *s, int j)
 		if (t->ops->recv(t, e->rbuf, region_elems(&x->o), x->cons_rank,
 				 2 * s->sends[q] + 1))
 			return AP_EFAIL;
-		if (e->be->region_copy(&op->out, &x->o, s->dout[j], &s->reg, e->rbuf, &x->o, 1))
+		if (add_dout(e, s, j, &op->out, &x->o, e->rbuf, &x->o))
 			return AP_EFAIL;
 	}
+	/* no consumer's gradient reached this output */
+	if (s->dfresh[j] && e->be->fill(s->dout[j], region_elems(&s->reg), 0.0f))
+		return AP_EFAIL;
+	s->dfresh[j] = 0;
 	fill_kbufs(e, s, j, &b);
 	for (int kk = 0; kk < s->kern.nin; kk++) {
-		b.in[kk] = s->alias[kk] ? out_of(e, producer(e, &s->src[kk][0]), j)
-					: s->in[j * s->kern.nin + kk];
+		struct rshard *p = s->alias[kk] ? &e->sh[e->mine[s->src[kk][0].op]] : NULL;
+
+		b.in[kk] = p ? out_of(e, p, j) : s->in[j * s->kern.nin + kk];
 		b.din[kk] = s->din[kk];
+		/* the first gradient of a whole local output is written
+		 * there by the kernel itself */
+		direct[kk] = p && s->din[kk] && p->dfresh[j];
+		if (direct[kk]) {
+			b.din[kk] = p->dout[j];
+			p->dfresh[j] = 0;
+		}
 	}
 	if (s->ko->bwd(&s->kern, &b))
 		return kernel_failed(e, s, "backward");
 	for (int kk = 0; kk < s->kern.nin; kk++)
-		if (s->din[kk] && scatter_grad(e, s, kk, j))
+		if (s->din[kk] && !direct[kk] && scatter_grad(e, s, kk, j))
 			return AP_EFAIL;
 	if (!s->nparams)
 		return AP_OK;

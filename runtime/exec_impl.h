@@ -61,6 +61,8 @@ struct rshard {
 	int gid;                      /* replica group, -1 alone */
 	struct cgroup cg;             /* c-split attention: its heads' group */
 	float **out, **dout, **ws;    /* [nbuf], by micro-batch slot */
+	unsigned char *dfresh;        /* [nbuf]: dout holds no gradient yet, so
+				       * the first contribution overwrites it */
 	float **in;                   /* [nbuf * nin] gathered inputs */
 	float *din[KERN_MAX_IN];      /* one micro-batch's input gradients */
 	float **cache;                /* inputs and labels: [pool * m] */

@@ -417,6 +417,7 @@ static int shard_setup(struct exec *e, struct rshard *s)
 	}
 	s->ko = op->kind == OP_INPUT ? NULL : e->be->ops[op->kind];
 	if (!NEW(e, s->out, m) || !NEW(e, s->dout, m) || !NEW(e, s->ws, m) ||
+	    !NEW(e, s->dfresh, m) ||
 	    !NEW(e, s->in, (size_t)m * (nin ? nin : 1)) || !NEW(e, s->stash, m))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int j = 0; j < m; j++) {
@@ -774,6 +775,7 @@ void exec_layout_release(struct exec *e)
 
 		free_list(e, s->out, e->nbuf);
 		free_list(e, s->dout, e->nbuf);
+		free(s->dfresh);
 		free_list(e, s->ws, e->nbuf);
 		free_list(e, s->in, e->nbuf * nin);
 		free_list(e, s->cache, s->cache ? e->o.pool * e->m : 0);

@@ -780,6 +780,18 @@ static void test_command(void **state)
 	snprintf(args, sizeof args, "profile --analytic -d p100 -m '%s' -o '%s/prof'",
 		 model, dir);
 	assert_int_equal(run_bin(args), 2);
+	/* the CPU: operators and the device row measured on this machine */
+	snprintf(args, sizeof args, "profile -d cpu -m mlp --max-degree 2 -o '%s/cpu'", dir);
+	assert_int_equal(run_bin(args), 0);
+	snprintf(args, sizeof args, "%s/cpu", dir);
+	assert_int_equal(profile_load(args, &p), AP_OK);
+	assert_string_equal(p.dev.name, "cpu");
+	assert_non_null(strstr(p.dev.description, "measured by autopar profile"));
+	assert_true(p.dev.fp32_flops_per_s > 1e8 && p.dev.mem_bw_bytes_per_s > 1e8);
+	assert_true(p.nrows > 0);
+	for (int i = 0; i < p.nrows; i++)
+		assert_false(p.rows[i].analytic);
+	profile_release(&p);
 	remove_tree(dir);
 }
 
