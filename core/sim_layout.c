@@ -8,10 +8,10 @@
  * coordinates of k in row-major order over n, c, h, w, l (plan.h) and owns
  * the hyper-rectangle [i*S/D, (i+1)*S/D) of every dim of its output, for
  * one micro-batch (the n extent is batch / micro-batches).  A consumer
- * shard needs, of each input, its own fraction of the dims that follow the
- * split (op_input_follows() of graph.h) and the whole of every other dim;
- * the halo a convolution split along h or w also reads (a few rows at each
- * cut) is left out.  The bytes
+ * shard needs of each input what the runtime gathers for it
+ * (op_input_need() of graph.h): its own fraction of the dims that follow
+ * the split, with the halo a convolution or pool split along h or w reads
+ * at each cut, and the whole of every other dim.  The bytes
  * a pair of shards exchanges are the overlap of what one owns and the
  * other needs, x 4: a change of split between neighbours costs exactly the
  * data that moves.
@@ -398,21 +398,24 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 	int fol[NDIMS], ofs[NDIMS], ci[NDIMS] = { 0 }, n = 0, gc;
 
 	for (int d = 0; d < NDIMS; d++) {
-		fol[d] = shape_dim(t, d) >= 0 && op_input_follows(&s->g->ops[c], k, d);
+		fol[d] = shape_dim(t, d) >= 0 && op_input_varies(&s->g->ops[c], k, d);
 		ofs[d] = n;
 		n += fol[d] ? dc[d] : 1;
 	}
 	if (RESERVE(w, span, n))
 		return AP_EFAIL;
 	for (int d = 0; d < NDIMS; d++) {
-		int64_t sz = extent(t, d, mb_n);
+		int64_t sz = extent(t, d, mb_n), osz = extent(&s->g->ops[c].out, d, mb_n);
 		int nd = fol[d] ? dc[d] : 1;
 
 		for (int i = 0; i < nd; i++) {
 			struct sim_span *sp = &w->span[ofs[d] + i];
 
-			sp->a = i * sz / nd;
-			sp->b = (i + 1) * sz / nd;
+			sp->a = 0;
+			sp->b = sz;
+			if (fol[d])
+				op_input_need(s->g, &s->g->ops[c], k, d, i, nd, i * osz / nd,
+					      (i + 1) * osz / nd, sz, &sp->a, &sp->b);
 			/* the producer shards whose [j*S/D, (j+1)*S/D) can meet
 			 * [a, b) */
 			sp->first = (int)(sp->a * dp[d] / sz);

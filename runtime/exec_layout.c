@@ -183,80 +183,27 @@ void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k
 	}
 }
 
-/* The input rows (or columns) [*lo, *hi) that the windows of output
- * rows [olo, ohi) of a conv2d or pool read along one dim (kernel k,
- * stride st, padding p): its share and the halo, clipped to the input's
- * sz (what lies outside is padding). */
-static void window_span(int64_t olo, int64_t ohi, int k, int st, int p, int64_t sz,
-			int64_t *lo, int64_t *hi)
-{
-	*lo = olo * st - p;
-	*hi = (ohi - 1) * st - p + k;
-	*lo = *lo < 0 ? 0 : *lo;
-	*hi = *hi > sz ? sz : *hi;
-	if (*lo >= *hi) { /* windows over padding only: one row keeps it simple */
-		*lo = *lo < sz ? *lo : sz - 1;
-		*hi = *lo + 1;
-	}
-}
-
-static enum dim_kind concat_axis(const struct op *op)
-{
-	return op->a.axis == NDIMS ? DIM_C : op->a.axis;
-}
-
-/* The part of input kk that output [olo, ohi) of a concat along its axis
- * holds: the input's overlap with that range, shifted by where the input
- * starts; empty ([0, 0)) when there is none. */
-static void concat_span(const struct graph *g, const struct op *op, int kk, int64_t olo,
-			int64_t ohi, int64_t *lo, int64_t *hi)
-{
-	enum dim_kind d = concat_axis(op);
-	int64_t at = 0, sz = shape_size(&g->ops[op->in[kk]].out, d);
-
-	for (int q = 0; q < kk; q++)
-		at += shape_size(&g->ops[op->in[q]].out, d);
-	*lo = (olo > at ? olo : at) - at;
-	*hi = (ohi < at + sz ? ohi : at + sz) - at;
-	if (*hi <= *lo)
-		*lo = *hi = 0;
-}
-
-/* What consumer shard k of op c needs of its input kk: its own fraction
- * of the dims that follow the split, the whole of the others; a window
- * op's h and w its windows' rows and columns; attention its queries'
- * rows of the query input and whole keys and values; a concat split
- * along its axis the inputs' parts in its share (none of some). */
+/* What consumer shard k of op c needs of its input kk (needs.c): a
+ * window op's halo, attention's whole keys and values, a concat's parts
+ * in its share (none of some). */
 static void need_region(const struct exec *e, int c, int k, int kk, struct region *r)
 {
 	const struct op *op = &e->g->ops[c];
-	const struct op_attrs *a = &op->a;
 	const struct shape *t = &e->g->ops[op->in[kk]].out;
-	const int *deg = e->p->ops[c].degree;
-	int window = op->kind == OP_CONV2D || op->kind == OP_MAXPOOL || op->kind == OP_AVGPOOL;
 	int coord[NDIMS];
 	struct region own;
 
 	exec_shard_region(e->g, e->p, c, k, e->mb_n, &own, coord);
 	for (int d = 0; d < NDIMS; d++) {
 		int64_t sz = extent(t, d, e->mb_n);
-		int fol = shape_dim(t, d) >= 0 && op_input_follows(op, kk, d);
 
-		if (op->kind == OP_ATTENTION && d == DIM_L)
-			fol = kk == 0 && op->nin == 2;
-		if (op->kind == OP_CONCAT && d == (int)concat_axis(op)) {
-			concat_span(e->g, op, kk, own.lo[d], own.hi[d], &r->lo[d], &r->hi[d]);
-		} else if (fol && window && d == DIM_H) {
-			window_span(own.lo[d], own.hi[d], a->kh, a->sh, a->ph, sz, &r->lo[d], &r->hi[d]);
-		} else if (fol && window && d == DIM_W) {
-			window_span(own.lo[d], own.hi[d], a->kw, a->sw, a->pw, sz, &r->lo[d], &r->hi[d]);
-		} else if (fol) {
-			r->lo[d] = coord[d] * sz / deg[d];
-			r->hi[d] = (coord[d] + 1) * sz / deg[d];
-		} else {
+		if (shape_dim(t, d) < 0) {
 			r->lo[d] = 0;
 			r->hi[d] = sz;
+			continue;
 		}
+		op_input_need(e->g, op, kk, d, coord[d], e->p->ops[c].degree[d], own.lo[d],
+			      own.hi[d], sz, &r->lo[d], &r->hi[d]);
 	}
 }
 

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,8 @@ static const struct want_preset presets[] = {
 	{ "summit-8x4", 8, 4, "v100", "v100-analytic", 50e9, 25e9 },
 	{ "h100-1x8", 1, 8, "h100", "h100-analytic", 450e9, 400e9 },
 	{ "h100-4x8", 4, 8, "h100", "h100-analytic", 450e9, 400e9 },
-	{ "cpu-1x2", 1, 2, "cpu", "cpu", 10e9, 10e9 },
-	{ "cpu-1x4", 1, 4, "cpu", "cpu", 10e9, 10e9 },
+	{ "cpu-1x2", 1, 2, "cpu", "cpu", 2.3e9, 2.3e9 },
+	{ "cpu-1x4", 1, 4, "cpu", "cpu", 2.3e9, 2.3e9 },
 };
 #define NPRESETS (sizeof presets / sizeof presets[0])
 
@@ -138,8 +139,9 @@ static void test_presets_load(void **state)
 		assert_int_equal(cluster_ndevices(found), w->nodes * w->per_node);
 		assert_string_equal(found->device, w->device);
 		assert_string_equal(found->profile, w->profile);
-		assert_true(found->intra.bw_bytes_per_s == w->intra_bw);
-		assert_true(found->inter.bw_bytes_per_s == w->inter_bw);
+		/* "2.3GB/s" parses to 2.3 x 1e9, a rounding away from 2.3e9 */
+		assert_true(fabs(found->intra.bw_bytes_per_s - w->intra_bw) <= 1e-12 * w->intra_bw);
+		assert_true(fabs(found->inter.bw_bytes_per_s - w->inter_bw) <= 1e-12 * w->inter_bw);
 		/* latencies are microseconds, not seconds or nanoseconds */
 		assert_true(found->intra.latency_s >= 1e-7 && found->intra.latency_s <= 1e-4);
 		assert_true(found->inter.latency_s >= 1e-7 && found->inter.latency_s <= 1e-4);
