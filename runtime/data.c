@@ -46,14 +46,51 @@ void data_release(struct data *d)
 	d->id_range = NULL;
 }
 
+/* Images are made of BLOCK x BLOCK patches of one value each, plus a
+ * little noise per pixel (so that no two pixels tie in a max-pool): a
+ * teacher linear in the pixels is then one a convolutional network can
+ * learn from fresh batches.  On white noise it only memorises the batches
+ * it has seen. */
+#define BLOCK 4
+#define PIXEL_NOISE 0.1
+
+/* Element f of a sample of shape s (memory order, n left out) with its h
+ * and w coordinates divided by BLOCK. */
+static int64_t block_of(const struct shape *s, int64_t f)
+{
+	int64_t key = 0, rest = f, unit = 1;
+
+	for (int q = s->rank - 1; q >= 1; q--) {
+		int64_t i = rest % s->size[q], size = s->size[q];
+
+		rest /= s->size[q];
+		if (s->kind[q] == DIM_H || s->kind[q] == DIM_W) {
+			i /= BLOCK;
+			size = (size + BLOCK - 1) / BLOCK;
+		}
+		key += i * unit;
+		unit *= size;
+	}
+	return key;
+}
+
+static double unit_at(const struct data *d, int i, int64_t s, uint64_t key)
+{
+	return rng_unit(rng_key(d->seed ^ KEY_INPUT, ((uint64_t)i << 40) ^ (uint64_t)s, key));
+}
+
 /* sample s of the pool, element f of it (memory order, n left out) */
 static float value(const struct data *d, int i, int64_t s, int64_t f)
 {
-	double u = rng_unit(rng_key(d->seed ^ KEY_INPUT, ((uint64_t)i << 40) ^ (uint64_t)s,
-				    (uint64_t)f));
+	const struct shape *sh = &d->g->ops[i].out;
+	double u = unit_at(d, i, s, (uint64_t)f);
 
 	if (d->id_range[i] > 0)
 		return (float)(int64_t)(u * (double)d->id_range[i]);
+	if (shape_dim(sh, DIM_H) >= 0 || shape_dim(sh, DIM_W) >= 0)
+		return (float)((1.0 - PIXEL_NOISE) *
+				       (2.0 * unit_at(d, i, s, (uint64_t)block_of(sh, f) | 1ull << 63) - 1.0) +
+			       PIXEL_NOISE * (2.0 * u - 1.0));
 	return (float)(2.0 * u - 1.0);
 }
 

@@ -4,9 +4,11 @@
  * falls and every rank can make any part of any batch on its own.
  *
  * A run cycles through `pool` distinct batches (step s uses batch
- * s mod pool).  An input with a c dim holds uniform values in [-1, 1); an
- * input without one holds token ids, uniform below the vocabulary of the
- * embedding that reads it.  Labels come from the graph's first input:
+ * s mod pool).  An input with a c dim holds uniform values in [-1, 1)
+ * (an image: one value per 4 x 4 patch, plus a little noise per pixel, so
+ * that a convolutional network can learn the teacher from fresh batches);
+ * an input without one holds token ids, uniform below the vocabulary of
+ * the embedding that reads it.  Labels come from the graph's first input:
  * token ids map through a random table (position by position when the
  * loss keeps the l dim), anything else through a random linear teacher
  * whose arg-max over the classes is the label.
