@@ -132,6 +132,11 @@ int64_t shape_size(const struct shape *s, enum dim_kind d)
 	return i < 0 ? 1 : s->size[i];
 }
 
+int64_t shape_extent(const struct shape *s, enum dim_kind d, int64_t mb_n)
+{
+	return d == DIM_N ? mb_n : shape_size(s, d);
+}
+
 void shape_format(const struct shape *s, char *buf, size_t len)
 {
 	size_t n = 0;

@@ -152,6 +152,8 @@ int graph_set_batch(struct graph *g, int64_t batch);
 int64_t shape_elems(const struct shape *s);
 int shape_dim(const struct shape *s, enum dim_kind d); /* index or -1 */
 int64_t shape_size(const struct shape *s, enum dim_kind d); /* 1 if absent */
+/* The size of dim d in one micro-batch of mb_n samples (n is mb_n). */
+int64_t shape_extent(const struct shape *s, enum dim_kind d, int64_t mb_n);
 void shape_format(const struct shape *s, char *buf, size_t len);
 
 /* Whole-graph totals. */

@@ -238,12 +238,6 @@ static int next_coord(int idx[NDIMS], const int *first, const int *lim)
 	return 0;
 }
 
-/* Extent of dim d of a tensor in one micro-batch; 1 for a dim it lacks. */
-static int64_t extent(const struct shape *t, enum dim_kind d, int64_t mb_n)
-{
-	return d == DIM_N ? mb_n : shape_size(t, d);
-}
-
 /* Where the D pieces of a dim of size sz start: cut[i] = i * sz / D for
  * i = 0..D, into cut (room for D + 1).  Divisions are the slow part of a
  * layout, so each cut is computed once per op and dim, not per shard. */
@@ -268,7 +262,7 @@ int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i)
 		return AP_EFAIL;
 	for (int d = 0, o = 0; d < NDIMS; o += po->degree[d] + 1, d++) {
 		cut[d] = w->cut + o;
-		cuts(extent(&g->ops[i].out, d, mb_n), po->degree[d], cut[d]);
+		cuts(shape_extent(&g->ops[i].out, d, mb_n), po->degree[d], cut[d]);
 	}
 	do {
 		int64_t vol = 1, *lo = LO(w, gs), *hi = HI(w, gs);
@@ -405,7 +399,8 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 	if (RESERVE(w, span, n))
 		return AP_EFAIL;
 	for (int d = 0; d < NDIMS; d++) {
-		int64_t sz = extent(t, d, mb_n), osz = extent(&s->g->ops[c].out, d, mb_n);
+		int64_t sz = shape_extent(t, d, mb_n);
+		int64_t osz = shape_extent(&s->g->ops[c].out, d, mb_n);
 		int nd = fol[d] ? dc[d] : 1;
 
 		for (int i = 0; i < nd; i++) {

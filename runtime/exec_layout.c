@@ -158,11 +158,6 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 	return AP_OK;
 }
 
-static int64_t extent(const struct shape *t, enum dim_kind d, int64_t mb_n)
-{
-	return d == DIM_N ? mb_n : shape_size(t, d);
-}
-
 void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k,
 		       int64_t mb_n, struct region *r, int coord[NDIMS])
 {
@@ -174,7 +169,7 @@ void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k
 		k /= deg[d];
 	}
 	for (int d = 0; d < NDIMS; d++) {
-		int64_t sz = extent(&g->ops[i].out, d, mb_n);
+		int64_t sz = shape_extent(&g->ops[i].out, d, mb_n);
 
 		r->lo[d] = c[d] * sz / deg[d];
 		r->hi[d] = (c[d] + 1) * sz / deg[d];
@@ -195,7 +190,7 @@ static void need_region(const struct exec *e, int c, int k, int kk, struct regio
 
 	exec_shard_region(e->g, e->p, c, k, e->mb_n, &own, coord);
 	for (int d = 0; d < NDIMS; d++) {
-		int64_t sz = extent(t, d, e->mb_n);
+		int64_t sz = shape_extent(t, d, e->mb_n);
 
 		if (shape_dim(t, d) < 0) {
 			r->lo[d] = 0;
