@@ -122,6 +122,13 @@ struct backend {
 	 * times next starts cold, as it does inside a training step; NULL:
 	 * timings run warm */
 	void (*evict)(void);
+	/* The device's own clock for the profiler (NULL: the host's, read
+	 * after sync): timer_start marks the point in the queue where a
+	 * timing starts, timer_stop marks its end, waits for it and gives
+	 * the microseconds the device took between both marks.  Each
+	 * returns 0, or an error it has reported. */
+	int (*timer_start)(void);
+	int (*timer_stop)(double *us);
 	/* readies the backend in this process (called by every rank) */
 	int (*init)(void);
 	/* a short description of what the backend runs on, for messages */

@@ -1,11 +1,11 @@
 /*
  * The CUDA backend (DESIGN section 7): cuDNN convolution and pooling
- * (cuda_conv.cu), cuBLAS GEMM and batched matmul (cuda_dense.cu), own
+ * (cuda_conv.cu), cuBLAS GEMM and batched matmul (cuda_dense.cu),
+ * attention from cuBLAS products and own softmax (cuda_attn.cu), own
  * kernels for the rest (cuda_elem.cu, cuda_norm.cu), the device context
  * and memory (cuda_mem.cu), filled into the backend table of backend.h.
  * One process drives one GPU; every call is queued on one stream, in the
- * executor's order.  Attention has no CUDA kernel yet: exec_supported()
- * names such an operator before a run starts.
+ * executor's order.
  */
 #include "cuda_kern.h"
 
@@ -29,6 +29,7 @@ const struct backend backend_cuda = {
 		[OP_DROPOUT] = &cuda_dropout,
 		[OP_EMBEDDING] = &cuda_embedding,
 		[OP_SOFTMAX] = &cuda_softmax,
+		[OP_ATTENTION] = &cuda_attention,
 		[OP_LOSS] = &cuda_loss,
 		[OP_FLATTEN] = &cuda_identity,
 		[OP_RESHAPE] = &cuda_identity,
@@ -44,6 +45,9 @@ const struct backend backend_cuda = {
 	.fill = cuda_fill,
 	.region_copy = cuda_region_copy,
 	.sync = cuda_sync,
+	.evict = cuda_evict,
+	.timer_start = cuda_timer_start,
+	.timer_stop = cuda_timer_stop,
 	.init = cuda_init,
 	.describe = cuda_describe,
 };

@@ -19,59 +19,20 @@
  * heads' part.  Without csum (a shard timed alone) the other heads'
  * context is taken as zero.
  *
- * The workspace keeps every sample's projections (cn channels), the whole
- * context, the probabilities of the shard's heads and the context's
- * gradient, plus one sample's scratch for the backward.
+ * The workspace (kern_dims.h attn_dims, shared with the CUDA kernel)
+ * keeps every sample's projections (cn channels), the whole context, the
+ * probabilities of the shard's heads and the context's gradient, plus
+ * one sample's scratch for the backward.
  */
 #include "cpu_kern.h"
+#include "kern_dims.h"
 
 #include <math.h>
 #include <string.h>
 
-struct attn {
-	int64_t n, lq, lk, c, cn, c0, heads, hd;
-	int64_t l0;   /* rows of input 0 per sample */
-	int64_t qoff; /* the first query row in input 0 */
-	int64_t qg;   /* the first query row in the whole sequence */
-	int64_t kg;   /* the first key row in the whole sequence */
-	/* offsets of the workspace parts, in floats */
-	int64_t q, k, v, ctx, p, dctx, dq, dk, dv, ds, end;
-};
-
-static struct attn attn_dims(const struct kern *kn)
-{
-	int kv = kn->nin > 1 ? 1 : 0;
-	struct attn a;
-
-	a.n = kn->in[0].size[0];
-	a.l0 = kn->in[0].size[1];
-	a.c = kn->in[0].size[2];
-	a.lq = kn->out.size[1];
-	a.cn = kn->out.size[2];
-	a.c0 = kn->c_lo;
-	a.lk = kn->in[kv].size[1];
-	a.qg = kn->glo[1];
-	a.qoff = a.qg - kn->ilo[0][1];
-	a.kg = kn->ilo[kv][1];
-	a.hd = a.c / kn->op->a.heads;
-	a.heads = a.cn / a.hd;
-	a.q = 0;
-	a.k = a.q + a.n * a.lq * a.cn;
-	a.v = a.k + a.n * a.lk * a.cn;
-	a.ctx = a.v + a.n * a.lk * a.cn;
-	a.p = a.ctx + a.n * a.lq * a.c;
-	a.dctx = a.p + a.n * a.heads * a.lq * a.lk;
-	a.dq = a.dctx + a.n * a.lq * a.c;
-	a.dk = a.dq + a.lq * a.cn;
-	a.dv = a.dk + a.lk * a.cn;
-	a.ds = a.dv + a.lk * a.cn;
-	a.end = a.ds + a.lq * a.lk;
-	return a;
-}
-
 static int64_t attn_ws(const struct kern *k)
 {
-	return attn_dims(k).end;
+	return attn_dims(k, 1).end;
 }
 
 /* y[rows][m] = x[rows][c] W^T + bias, W [m][c] */
@@ -88,26 +49,18 @@ static void project(const float *x, int64_t rows, int64_t c, int64_t m, const fl
 /* Matrix `which` (q, k, v, o) of the shard's rows, and its bias. */
 static const float *mat_of(const struct attn *a, const float *w, int which)
 {
-	return w + which * a->cn * a->c;
+	return w + attn_mat(a, which);
 }
 
 static const float *bias_of(const struct kern *k, const struct attn *a, const float *w,
 			    int which)
 {
-	return k->op->a.bias ? w + 4 * a->cn * a->c + which * a->cn : NULL;
-}
-
-/* Sums the context (or its gradient) over the shards of a c-split. */
-static int across_heads(const struct attn *a, struct kbufs *b, float *buf)
-{
-	if (a->cn == a->c || !b->csum)
-		return 0;
-	return b->csum(b->csum_ctx, buf, a->n * a->lq * a->c);
+	return attn_bias(k, a, which) < 0 ? NULL : w + attn_bias(k, a, which);
 }
 
 static int attn_fwd(const struct kern *kn, struct kbufs *b)
 {
-	struct attn a = attn_dims(kn);
+	struct attn a = attn_dims(kn, 1);
 	const float *xkv = b->in[kn->nin > 1 ? 1 : 0];
 	float scale = 1.0f / sqrtf((float)a.hd);
 
@@ -130,7 +83,7 @@ static int attn_fwd(const struct kern *kn, struct kbufs *b)
 				float *row = p + i * a.lk, mx = -INFINITY;
 				double sum = 0;
 				/* causal: the keys up to the query's own position */
-				int64_t lim = kn->op->a.causal ? a.qg + i + 1 - a.kg : a.lk;
+				int64_t lim = attn_first_lim(kn, &a) + i;
 
 				lim = lim > a.lk ? a.lk : lim;
 				for (int64_t j = 0; j < lim; j++)
@@ -144,7 +97,7 @@ static int attn_fwd(const struct kern *kn, struct kbufs *b)
 				 v + h * a.hd, (int)a.cn, 0.0f, ctx + h * a.hd, (int)a.c);
 		}
 	}
-	if (across_heads(&a, b, b->ws + a.ctx))
+	if (attn_across_heads(&a, b, b->ws + a.ctx))
 		return -1;
 	for (int64_t s = 0; s < a.n; s++)
 		project(b->ws + a.ctx + s * a.lq * a.c, a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
@@ -170,12 +123,12 @@ static void project_bwd(const float *x, int64_t rows, int64_t c, int64_t m, cons
 
 static float *dmat_of(const struct attn *a, float *dw, int which)
 {
-	return dw + which * a->cn * a->c;
+	return dw + attn_mat(a, which);
 }
 
 static float *dbias_of(const struct kern *k, const struct attn *a, float *dw, int which)
 {
-	return k->op->a.bias ? dw + 4 * a->cn * a->c + which * a->cn : NULL;
+	return attn_bias(k, a, which) < 0 ? NULL : dw + attn_bias(k, a, which);
 }
 
 /* One sample's backward from its context gradient to q, k and v, and
@@ -228,7 +181,7 @@ static void heads_bwd(const struct kern *kn, const struct attn *a, struct kbufs 
 
 static int attn_bwd(const struct kern *kn, struct kbufs *b)
 {
-	struct attn a = attn_dims(kn);
+	struct attn a = attn_dims(kn, 1);
 
 	for (int kk = 0; kk < kn->nin; kk++)
 		if (b->din[kk])
@@ -239,7 +192,7 @@ static int attn_bwd(const struct kern *kn, struct kbufs *b)
 		project_bwd(b->ws + a.ctx + s * a.lq * a.c, a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
 			    b->dout + s * a.lq * a.cn, dmat_of(&a, b->dw, 3),
 			    dbias_of(kn, &a, b->dw, 3), b->ws + a.dctx + s * a.lq * a.c);
-	if (across_heads(&a, b, b->ws + a.dctx))
+	if (attn_across_heads(&a, b, b->ws + a.dctx))
 		return -1;
 	for (int64_t s = 0; s < a.n; s++)
 		heads_bwd(kn, &a, b, s);

@@ -26,6 +26,9 @@ struct cuda_ctx {
 	void *ws;          /* cuDNN's workspace, grown up to ws_limit */
 	size_t ws_bytes, ws_limit;
 	int *flag;         /* device: set by a kernel that finds bad input */
+	cudaEvent_t t0, t1; /* the profiler's timer (cuda_timer_start/stop) */
+	void *evict;       /* what cuda_evict writes over, evict_bytes */
+	size_t evict_bytes;
 	char what[320];
 };
 
@@ -76,6 +79,28 @@ static inline unsigned cuda_blocks(int64_t n)
 /* The workspace cuDNN may use, at least `bytes` (grown, never beyond the
  * limit); NULL with a message when that is more than the limit. */
 void *cuda_workspace(size_t bytes);
+
+/* cuda_dense.cu: row-major C[m x n] = alpha op(A) op(B) + beta C, `batch`
+ * times at the given strides (batch 1: one product). */
+int cuda_gemm_rm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+		 long long sa, const float *b, int ldb, long long sb, float beta, float *c,
+		 int ldc, long long sc, int batch);
+/* y[rows][cout] = x[rows][cin] W^T + bias (bias NULL: none), W[cout][cin];
+ * and its gradients: dW += dy^T x, dbias += column sums of dy, dx = dy W
+ * + dx_beta dx (dx NULL: none). */
+int cuda_project(const float *x, int rows, int cin, int cout, const float *w,
+		 const float *bias, float *y);
+int cuda_project_bwd(const float *x, int rows, int cin, int cout, const float *w,
+		     const float *dy, float *dw, float *dbias, float *dx, float dx_beta);
+
+/* cuda_norm.cu: softmax over each of `rows` rows of `size` contiguous
+ * floats (p == x: in place).  period > 0 masks: row r takes part in its
+ * first first + r % period elements only, the others' probabilities 0.
+ * Its backward dx = p (dy - sum(dy p)) (dx == dy: in place). */
+int cuda_softmax_rows(const float *x, float *p, int64_t rows, int64_t size, int64_t period,
+		      int64_t first);
+int cuda_softmax_rows_bwd(const float *p, const float *dy, float *dx, int64_t rows,
+			  int64_t size);
 
 /* Clears the device error flag before a kernel that may set it; after
  * it, waits and reports `what` when the kernel found bad input. */

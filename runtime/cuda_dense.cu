@@ -2,17 +2,16 @@
  * CUDA kernels of the dense operators, with the CPU backend's layouts
  * (cpu_dense.c): linear keeps W[out][in] then b[out], embedding its table
  * [vocab][out]; every product is a cuBLAS SGEMM (matmul's batch one
- * strided-batched call).  cuBLAS is column-major: a row-major C = A B is
- * the column-major C^T = B^T A^T, so every call swaps the operands.
+ * strided-batched call; cuda_attn.cu's projections are linear's).  cuBLAS
+ * is column-major: a row-major C = A B is the column-major C^T = B^T A^T,
+ * so every call swaps the operands.
  */
 #include "cuda_ctx.cuh"
 #include "kern_dims.h"
 
-/* row-major C[m x n] = alpha op(A) op(B) + beta C, `batch` times at the
- * given strides (0: one product) */
-static int gemm_rm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
-		   long long sa, const float *b, int ldb, long long sb, float beta, float *c,
-		   int ldc, long long sc, int batch)
+int cuda_gemm_rm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+		 long long sa, const float *b, int ldb, long long sb, float beta, float *c,
+		 int ldc, long long sc, int batch)
 {
 	cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
 
@@ -33,7 +32,8 @@ extern "C" void cuda_gemm(int trans_a, int trans_b, int m, int n, int k, float a
 			  int ldc)
 {
 	/* the table's gemm returns nothing: the failure is reported here */
-	(void)gemm_rm(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+	(void)cuda_gemm_rm(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
+			   1);
 }
 
 /* y[r][j] = bias[j] */
@@ -55,18 +55,41 @@ static __global__ void colsum_kernel(float *db, const float *dy, int64_t rows, i
 	}
 }
 
-static int linear_fwd(const struct kern *k, struct kbufs *b)
+int cuda_project(const float *x, int rows, int cin, int cout, const float *w,
+		 const float *bias, float *y)
 {
-	int rows, cin, cout, bias = k->op->a.bias;
-
-	linear_dims(k, &rows, &cin, &cout);
-	if (bias) {
+	if (bias && (int64_t)rows * cout > 0) {
 		rows_kernel<<<cuda_blocks((int64_t)rows * cout), CUDA_THREADS, 0, cuda_ctx.stream>>>(
-			b->out, b->w + (int64_t)cout * cin, rows, cout);
+			y, bias, rows, cout);
 		LAUNCH_CHECK();
 	}
-	return gemm_rm(0, 1, rows, cout, cin, 1.0f, b->in[0], cin, 0, b->w, cin, 0,
-		       bias ? 1.0f : 0.0f, b->out, cout, 0, 1);
+	return cuda_gemm_rm(0, 1, rows, cout, cin, 1.0f, x, cin, 0, w, cin, 0, bias ? 1.0f : 0.0f,
+			    y, cout, 0, 1);
+}
+
+int cuda_project_bwd(const float *x, int rows, int cin, int cout, const float *w,
+		     const float *dy, float *dw, float *dbias, float *dx, float dx_beta)
+{
+	if (dx && cuda_gemm_rm(0, 0, rows, cin, cout, 1.0f, dy, cout, 0, w, cin, 0, dx_beta, dx,
+			       cin, 0, 1))
+		return AP_EFAIL;
+	if (cuda_gemm_rm(1, 0, cout, cin, rows, 1.0f, dy, cout, 0, x, cin, 0, 1.0f, dw, cin, 0, 1))
+		return AP_EFAIL;
+	if (dbias && cout > 0) {
+		colsum_kernel<<<cuda_blocks(cout), CUDA_THREADS, 0, cuda_ctx.stream>>>(dbias, dy, rows,
+										      cout);
+		LAUNCH_CHECK();
+	}
+	return AP_OK;
+}
+
+static int linear_fwd(const struct kern *k, struct kbufs *b)
+{
+	int rows, cin, cout;
+
+	linear_dims(k, &rows, &cin, &cout);
+	return cuda_project(b->in[0], rows, cin, cout, b->w,
+			    k->op->a.bias ? b->w + (int64_t)cout * cin : NULL, b->out);
 }
 
 static int linear_bwd(const struct kern *k, struct kbufs *b)
@@ -74,18 +97,8 @@ static int linear_bwd(const struct kern *k, struct kbufs *b)
 	int rows, cin, cout;
 
 	linear_dims(k, &rows, &cin, &cout);
-	if (b->din[0] && gemm_rm(0, 0, rows, cin, cout, 1.0f, b->dout, cout, 0, b->w, cin, 0,
-				 0.0f, b->din[0], cin, 0, 1))
-		return AP_EFAIL;
-	if (gemm_rm(1, 0, cout, cin, rows, 1.0f, b->dout, cout, 0, b->in[0], cin, 0, 1.0f, b->dw,
-		    cin, 0, 1))
-		return AP_EFAIL;
-	if (k->op->a.bias) {
-		colsum_kernel<<<cuda_blocks(cout), CUDA_THREADS, 0, cuda_ctx.stream>>>(
-			b->dw + (int64_t)cout * cin, b->dout, rows, cout);
-		LAUNCH_CHECK();
-	}
-	return AP_OK;
+	return cuda_project_bwd(b->in[0], rows, cin, cout, b->w, b->dout, b->dw,
+				k->op->a.bias ? b->dw + (int64_t)cout * cin : NULL, b->din[0], 0.0f);
 }
 
 extern "C" const struct kernel_ops cuda_linear = { linear_fwd, linear_bwd, NULL };
@@ -95,9 +108,9 @@ static int matmul_fwd(const struct kern *k, struct kbufs *b)
 	struct mm d = mm_dims(k);
 	int tb = k->op->a.trans_b;
 
-	return gemm_rm(0, tb, d.m, d.n, d.kk, 1.0f, b->in[0], d.kk, (long long)d.m * d.kk, b->in[1],
-		       tb ? d.kk : d.n, (long long)d.kk * d.n, 0.0f, b->out, d.n,
-		       (long long)d.m * d.n, d.batch);
+	return cuda_gemm_rm(0, tb, d.m, d.n, d.kk, 1.0f, b->in[0], d.kk, (long long)d.m * d.kk,
+			    b->in[1], tb ? d.kk : d.n, (long long)d.kk * d.n, 0.0f, b->out, d.n,
+			    (long long)d.m * d.n, d.batch);
 }
 
 /* y = a b: da = dy b^T, db = a^T dy; y = a b^T: da = dy b, db = dy^T a */
@@ -107,15 +120,15 @@ static int matmul_bwd(const struct kern *k, struct kbufs *b)
 	int tb = k->op->a.trans_b;
 	long long sa = (long long)d.m * d.kk, sb = (long long)d.kk * d.n, sy = (long long)d.m * d.n;
 
-	if (b->din[0] && gemm_rm(0, !tb, d.m, d.kk, d.n, 1.0f, b->dout, d.n, sy, b->in[1],
-				 tb ? d.kk : d.n, sb, 0.0f, b->din[0], d.kk, sa, d.batch))
+	if (b->din[0] && cuda_gemm_rm(0, !tb, d.m, d.kk, d.n, 1.0f, b->dout, d.n, sy, b->in[1],
+				      tb ? d.kk : d.n, sb, 0.0f, b->din[0], d.kk, sa, d.batch))
 		return AP_EFAIL;
 	if (b->din[1] && !tb)
-		return gemm_rm(1, 0, d.kk, d.n, d.m, 1.0f, b->in[0], d.kk, sa, b->dout, d.n, sy, 0.0f,
-			       b->din[1], d.n, sb, d.batch);
+		return cuda_gemm_rm(1, 0, d.kk, d.n, d.m, 1.0f, b->in[0], d.kk, sa, b->dout, d.n, sy,
+				    0.0f, b->din[1], d.n, sb, d.batch);
 	if (b->din[1])
-		return gemm_rm(1, 0, d.n, d.kk, d.m, 1.0f, b->dout, d.n, sy, b->in[0], d.kk, sa, 0.0f,
-			       b->din[1], d.kk, sb, d.batch);
+		return cuda_gemm_rm(1, 0, d.n, d.kk, d.m, 1.0f, b->dout, d.n, sy, b->in[0], d.kk, sa,
+				    0.0f, b->din[1], d.kk, sb, d.batch);
 	return AP_OK;
 }
 

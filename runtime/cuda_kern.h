@@ -23,6 +23,8 @@ extern const struct kernel_ops cuda_relu, cuda_gelu, cuda_tanh, cuda_sigmoid, cu
 	cuda_mul, cuda_concat, cuda_identity, cuda_dropout;
 /* cuda_norm.cu */
 extern const struct kernel_ops cuda_layernorm, cuda_softmax, cuda_loss;
+/* cuda_attn.cu */
+extern const struct kernel_ops cuda_attention;
 
 /* cuda_dense.cu: row-major GEMM on the device, as backend.h's gemm */
 void cuda_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
@@ -42,6 +44,9 @@ int cuda_region_copy(const struct shape *s, const struct region *o, float *dst,
 		     const struct region *dr, const float *src, const struct region *sr,
 		     int accumulate);
 int cuda_sync(void);
+void cuda_evict(void);
+int cuda_timer_start(void);
+int cuda_timer_stop(double *us);
 void cuda_sgd(float *w, float *v, const float *g, int64_t n, float lr, float mu);
 void cuda_predict(float *out, const float *w, const float *v, int64_t n, float step);
 

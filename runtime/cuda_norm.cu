@@ -9,7 +9,9 @@
  *
  * Layernorm reduces a row with one block; softmax and the loss give each
  * line (the elements along the normalised dim) one thread, which is
- * simple and exact, and fast while lines are many and short.
+ * simple and exact, and fast while lines are many and short.  Attention
+ * (cuda_attn.cu) runs its scores through the same softmax, with its
+ * causal mask (cuda_softmax_rows).
  */
 #include "cuda_ctx.cuh"
 
@@ -145,14 +147,18 @@ extern "C" const struct kernel_ops cuda_layernorm = { layernorm_fwd, layernorm_b
 						      layernorm_ws };
 
 /* A tensor seen as [outer][size][inner] around the dim normalised: line
- * q = (o, i) holds elements o size inner + i + t inner, t < size. */
+ * q = (o, i) holds elements o size inner + i + t inner, t < size.  With
+ * a mask (period > 0, attention's causal one) line q takes part in its
+ * first first + q % period elements only, the others' probabilities
+ * being 0. */
 struct lines {
 	int64_t outer, size, inner;
+	int64_t period, first;
 };
 
 static struct lines lines_at(const struct shape *s, int di)
 {
-	struct lines l = { 1, s->size[di], 1 };
+	struct lines l = { 1, s->size[di], 1, 0, 0 };
 
 	for (int i = 0; i < di; i++)
 		l.outer *= s->size[i];
@@ -166,30 +172,42 @@ static __device__ int64_t line_base(const struct lines &l, int64_t q)
 	return q / l.inner * l.size * l.inner + q % l.inner;
 }
 
-/* the maximum and the sum of exp(x - max) of a line, as softmax_line() */
-static __device__ void line_stats(const float *x, const struct lines &l, double *mx,
-				  double *s)
+/* the elements of line q that take part */
+static __device__ int64_t line_lim(const struct lines &l, int64_t q)
 {
-	*mx = x[0];
+	int64_t lim = l.period > 0 ? l.first + q % l.period : l.size;
+
+	return lim < 0 ? 0 : lim > l.size ? l.size : lim;
+}
+
+/* the maximum and the sum of exp(x - max) of the first lim elements of a
+ * line, as the CPU's softmax_line() */
+static __device__ void line_stats(const float *x, const struct lines &l, int64_t lim,
+				  double *mx, double *s)
+{
+	*mx = -INFINITY;
 	*s = 0;
-	for (int64_t t = 1; t < l.size; t++)
+	for (int64_t t = 0; t < lim; t++)
 		*mx = x[t * l.inner] > *mx ? x[t * l.inner] : *mx;
-	for (int64_t t = 0; t < l.size; t++)
+	for (int64_t t = 0; t < lim; t++)
 		*s += exp(x[t * l.inner] - *mx);
 }
 
+/* in place when p == x: each element is read before it is written */
 static __global__ void softmax_fwd_kernel(struct lines l, const float *x, float *p)
 {
 	GRID_STRIDE(q, l.outer * l.inner) {
-		int64_t base = line_base(l, q);
+		int64_t base = line_base(l, q), lim = line_lim(l, q);
 		double mx, s;
 
-		line_stats(x + base, l, &mx, &s);
+		line_stats(x + base, l, lim, &mx, &s);
 		for (int64_t t = 0; t < l.size; t++)
-			p[base + t * l.inner] = (float)(exp(x[base + t * l.inner] - mx) / s);
+			p[base + t * l.inner] =
+				t < lim ? (float)(exp(x[base + t * l.inner] - mx) / s) : 0.0f;
 	}
 }
 
+/* in place when dx == dy */
 static __global__ void softmax_bwd_kernel(struct lines l, const float *p, const float *dy,
 					  float *dx)
 {
@@ -207,6 +225,42 @@ static __global__ void softmax_bwd_kernel(struct lines l, const float *p, const 
 	}
 }
 
+static int softmax_lines_fwd(struct lines l, const float *x, float *p)
+{
+	if (l.outer * l.inner <= 0)
+		return AP_OK;
+	softmax_fwd_kernel<<<cuda_blocks(l.outer * l.inner), CUDA_THREADS, 0, cuda_ctx.stream>>>(
+		l, x, p);
+	LAUNCH_CHECK();
+	return AP_OK;
+}
+
+static int softmax_lines_bwd(struct lines l, const float *p, const float *dy, float *dx)
+{
+	if (l.outer * l.inner <= 0)
+		return AP_OK;
+	softmax_bwd_kernel<<<cuda_blocks(l.outer * l.inner), CUDA_THREADS, 0, cuda_ctx.stream>>>(
+		l, p, dy, dx);
+	LAUNCH_CHECK();
+	return AP_OK;
+}
+
+int cuda_softmax_rows(const float *x, float *p, int64_t rows, int64_t size, int64_t period,
+		      int64_t first)
+{
+	struct lines l = { rows, size, 1, period, first };
+
+	return softmax_lines_fwd(l, x, p);
+}
+
+int cuda_softmax_rows_bwd(const float *p, const float *dy, float *dx, int64_t rows,
+			  int64_t size)
+{
+	struct lines l = { rows, size, 1, 0, 0 };
+
+	return softmax_lines_bwd(l, p, dy, dx);
+}
+
 static struct lines softmax_lines(const struct kern *k)
 {
 	const struct shape *s = &k->out;
@@ -217,24 +271,14 @@ static struct lines softmax_lines(const struct kern *k)
 
 static int softmax_fwd(const struct kern *k, struct kbufs *b)
 {
-	struct lines l = softmax_lines(k);
-
-	softmax_fwd_kernel<<<cuda_blocks(l.outer * l.inner), CUDA_THREADS, 0, cuda_ctx.stream>>>(
-		l, b->in[0], b->out);
-	LAUNCH_CHECK();
-	return AP_OK;
+	return softmax_lines_fwd(softmax_lines(k), b->in[0], b->out);
 }
 
 static int softmax_bwd(const struct kern *k, struct kbufs *b)
 {
-	struct lines l = softmax_lines(k);
-
 	if (!b->din[0])
 		return AP_OK;
-	softmax_bwd_kernel<<<cuda_blocks(l.outer * l.inner), CUDA_THREADS, 0, cuda_ctx.stream>>>(
-		l, b->out, b->dout, b->din[0]);
-	LAUNCH_CHECK();
-	return AP_OK;
+	return softmax_lines_bwd(softmax_lines(k), b->out, b->dout, b->din[0]);
 }
 
 extern "C" const struct kernel_ops cuda_softmax = { softmax_fwd, softmax_bwd, NULL };
@@ -253,7 +297,7 @@ static __global__ void loss_fwd_kernel(struct lines l, const float *x, const flo
 			*flag = 1;
 			continue;
 		}
-		line_stats(x + base, l, &mx, &s);
+		line_stats(x + base, l, l.size, &mx, &s);
 		p = (float)(exp(x[base + y * l.inner] - mx) / s);
 		out[q] = -logf(fmaxf(p, 1e-30f));
 	}
@@ -267,7 +311,7 @@ static __global__ void loss_bwd_kernel(struct lines l, const float *x, const flo
 		float g = dy[q];
 		double mx, s;
 
-		line_stats(x + base, l, &mx, &s);
+		line_stats(x + base, l, l.size, &mx, &s);
 		for (int64_t t = 0; t < l.size; t++) {
 			float p = (float)(exp(x[base + t * l.inner] - mx) / s);
 

@@ -1,8 +1,8 @@
 /*
  * The GEMM dimensions of the dense operators' shards, shared by the CPU
- * (cpu_dense.c) and CUDA (cuda_dense.cu) kernels so both read a shard's
- * local shapes the same way.  Not an interface: only the kernel files
- * include it.
+ * (cpu_dense.c, cpu_attn.c) and CUDA (cuda_dense.cu, cuda_attn.cu)
+ * kernels so both read a shard's local shapes, parameters and workspace
+ * the same way.  Not an interface: only the kernel files include it.
  */
 #ifndef AUTOPAR_KERN_DIMS_H
 #define AUTOPAR_KERN_DIMS_H
@@ -35,6 +35,83 @@ static inline struct mm mm_dims(const struct kern *k)
 	d.n = (int)k->out.size[k->out.rank - 1];
 	d.batch = (int)(shape_elems(&k->out) / ((int64_t)d.m * d.n));
 	return d;
+}
+
+/* attention (cpu_attn.c has the semantics): a shard's sizes, where its
+ * queries and keys sit in the whole sequence, and its workspace. */
+struct attn {
+	int64_t n, lq, lk, c, cn, c0, heads, hd;
+	int64_t l0;   /* rows of input 0 per sample */
+	int64_t qoff; /* the first query row in input 0 */
+	int64_t qg;   /* the first query row in the whole sequence */
+	int64_t kg;   /* the first key row in the whole sequence */
+	/* offsets of the workspace parts, in floats: every sample's
+	 * projections (cn channels), the whole context, the probabilities
+	 * of the shard's heads and the context's gradient; then one
+	 * sample's scratch for the backward: q, k and v gradients, and the
+	 * score gradients of ds_heads heads */
+	int64_t q, k, v, ctx, p, dctx, dq, dk, dv, ds, end;
+};
+
+/* ds_heads: 1 where the backward runs one head after another (CPU), 0
+ * for all of the shard's heads at once (a GPU's batched products). */
+static inline struct attn attn_dims(const struct kern *kn, int ds_heads)
+{
+	int kv = kn->nin > 1 ? 1 : 0;
+	struct attn a;
+
+	a.n = kn->in[0].size[0];
+	a.l0 = kn->in[0].size[1];
+	a.c = kn->in[0].size[2];
+	a.lq = kn->out.size[1];
+	a.cn = kn->out.size[2];
+	a.c0 = kn->c_lo;
+	a.lk = kn->in[kv].size[1];
+	a.qg = kn->glo[1];
+	a.qoff = a.qg - kn->ilo[0][1];
+	a.kg = kn->ilo[kv][1];
+	a.hd = a.c / kn->op->a.heads;
+	a.heads = a.cn / a.hd;
+	a.q = 0;
+	a.k = a.q + a.n * a.lq * a.cn;
+	a.v = a.k + a.n * a.lk * a.cn;
+	a.ctx = a.v + a.n * a.lk * a.cn;
+	a.p = a.ctx + a.n * a.lq * a.c;
+	a.dctx = a.p + a.n * a.heads * a.lq * a.lk;
+	a.dq = a.dctx + a.n * a.lq * a.c;
+	a.dk = a.dq + a.lq * a.cn;
+	a.dv = a.dk + a.lk * a.cn;
+	a.ds = a.dv + a.lk * a.cn;
+	a.end = a.ds + (ds_heads ? ds_heads : a.heads) * a.lq * a.lk;
+	return a;
+}
+
+/* Where the shard's matrix `which` (0 q, 1 k, 2 v, 3 out: W[cn][c] each)
+ * and its bias (-1: none) start in its parameters (or their gradient). */
+static inline int64_t attn_mat(const struct attn *a, int which)
+{
+	return which * a->cn * a->c;
+}
+
+static inline int64_t attn_bias(const struct kern *k, const struct attn *a, int which)
+{
+	return k->op->a.bias ? 4 * a->cn * a->c + which * a->cn : -1;
+}
+
+/* Sums the context (or its gradient) over the shards of a c-split: each
+ * holds its heads' columns, zero elsewhere (backend.h kbufs.csum). */
+static inline int attn_across_heads(const struct attn *a, struct kbufs *b, float *buf)
+{
+	if (a->cn == a->c || !b->csum)
+		return 0;
+	return b->csum(b->csum_ctx, buf, a->n * a->lq * a->c);
+}
+
+/* The causal mask: query row i of the shard (i < lq) sees the keys
+ * j < attn_first_lim + i (of lk). */
+static inline int64_t attn_first_lim(const struct kern *kn, const struct attn *a)
+{
+	return kn->op->a.causal ? a->qg + 1 - a->kg : a->lk;
 }
 
 #endif

@@ -32,37 +32,63 @@ static int cmp_double(const void *a, const void *b)
 
 #define REPS 31
 
+/* Starts a timing: on the backend's device clock where it has one, else
+ * on the host's. */
+static int timing_start(const struct backend *be, double *t0)
+{
+	*t0 = now_s();
+	return be->timer_start ? be->timer_start() : AP_OK;
+}
+
+/* Ends it: *s, the seconds since timing_start, once everything queued
+ * has run. */
+static int timing_stop(const struct backend *be, double t0, double *s)
+{
+	double us;
+
+	if (be->timer_stop) {
+		if (be->timer_stop(&us))
+			return AP_EFAIL;
+		*s = us * 1e-6;
+		return AP_OK;
+	}
+	if (be->sync())
+		return AP_EFAIL;
+	*s = now_s() - t0;
+	return AP_OK;
+}
+
 /* median of REPS timings, after two untimed runs.  A backend that can
- * evict its caches does so before each timing, which times one run;
+ * evict its caches does so before each timing, which times one run, and
+ * so does one with a device clock, which resolves a single kernel;
  * otherwise a run of less than 50 us is repeated inside one timing, so
- * the clock's resolution does not show.  A device backend queues its
- * kernels: the clock stops once the backend has run everything queued. */
+ * the host clock's resolution does not show.  A device backend queues
+ * its kernels: the host clock stops once the backend has run everything
+ * queued, a device clock at the mark after the last one. */
 static int time_it(const struct backend *be, int (*fn)(const struct kern *, struct kbufs *),
 		   const struct kern *k, struct kbufs *b, double *us)
 {
-	double t[REPS], t0;
+	double t[REPS], t0, s;
 	int inner = 1;
 
 	for (int w = 0; w < 2; w++)
 		if (fn(k, b))
 			return AP_EFAIL;
-	if (be->sync())
+	if (be->sync() || timing_start(be, &t0) || fn(k, b) || timing_stop(be, t0, &s))
 		return AP_EFAIL;
-	t0 = now_s();
-	if (fn(k, b) || be->sync())
-		return AP_EFAIL;
-	while (!be->evict && (now_s() - t0) * inner < 50e-6 && inner < 1024)
+	while (!be->evict && !be->timer_start && s * inner < 50e-6 && inner < 1024)
 		inner *= 2;
 	for (int r = 0; r < REPS; r++) {
 		if (be->evict)
 			be->evict();
-		t0 = now_s();
+		if (timing_start(be, &t0))
+			return AP_EFAIL;
 		for (int q = 0; q < inner; q++)
 			if (fn(k, b))
 				return AP_EFAIL;
-		if (be->sync())
+		if (timing_stop(be, t0, &s))
 			return AP_EFAIL;
-		t[r] = (now_s() - t0) / inner;
+		t[r] = s / inner;
 	}
 	qsort(t, REPS, sizeof *t, cmp_double);
 	*us = t[REPS / 2] * 1e6;
@@ -187,7 +213,9 @@ out:
 }
 
 /* median seconds of REPS runs of what(be, a, b, n) after one warm-up,
- * each waited for */
+ * each waited for (on the device's clock where the backend has one: the
+ * tiny kernel's time is then what one more kernel costs the device in a
+ * queue, not the host's launch and wait) */
 static int time_device(const struct backend *be, int (*what)(const struct backend *, float *,
 							      float *, int64_t),
 		       float *a, float *b, int64_t n, double *s)
@@ -196,12 +224,9 @@ static int time_device(const struct backend *be, int (*what)(const struct backen
 
 	if (what(be, a, b, n) || be->sync())
 		return AP_EFAIL;
-	for (int r = 0; r < REPS; r++) {
-		t0 = now_s();
-		if (what(be, a, b, n) || be->sync())
+	for (int r = 0; r < REPS; r++)
+		if (timing_start(be, &t0) || what(be, a, b, n) || timing_stop(be, t0, &t[r]))
 			return AP_EFAIL;
-		t[r] = now_s() - t0;
-	}
 	qsort(t, REPS, sizeof *t, cmp_double);
 	*s = t[REPS / 2];
 	return AP_OK;

@@ -14,7 +14,7 @@
  * whatever order the two sides reach it in, and NCCL's point-to-point
  * calls match in issue order only, which two ranks' task orders need not
  * share.  The bandwidth of NCCL's send/recv is measured by
- * `autopar profile --comm` (profiler_comm.cu).
+ * `autopar profile --comm` (comm_bench.cu).
  */
 #include "nccl_check.cuh"
 

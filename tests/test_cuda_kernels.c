@@ -15,6 +15,7 @@
 #include "gpu.h"
 #include "model_io.h"
 #include "params.h"
+#include "region.h"
 #include "rng.h"
 
 #define TOL 1e-4
@@ -102,7 +103,50 @@ static float *host_rand(int64_t n, int ids, int64_t vocab)
 	return h;
 }
 
-static void pair_setup(struct pair *p, const char *text)
+/* The kern of shard i of deg along output dim d (deg 1: the whole op),
+ * reading of its inputs what the executor gathers (op_input_need). */
+static void shard_kern(struct pair *p, enum dim_kind d, int i, int deg)
+{
+	const struct op *op = p->op;
+	int qo = shape_dim(&op->out, d);
+	int64_t olo = 0, ohi = 1;
+	struct region r;
+
+	p->k.op = op;
+	p->k.op_index = p->g.nops - 1;
+	p->k.nin = op->nin;
+	p->k.out = op->out;
+	for (int q = 0; q < op->out.rank; q++)
+		p->k.gsize[q] = op->out.size[q];
+	if (qo >= 0) {
+		olo = i * op->out.size[qo] / deg;
+		ohi = (i + 1) * op->out.size[qo] / deg;
+		p->k.out.size[qo] = ohi - olo;
+		p->k.glo[qo] = olo;
+	}
+	if (d == DIM_C)
+		p->k.c_lo = olo;
+	for (int kk = 0; kk < op->nin; kk++) {
+		const struct shape *x = &p->g.ops[op->in[kk]].out;
+
+		for (int e = 0; e < NDIMS; e++) {
+			int q = shape_dim(x, e);
+
+			r.lo[e] = 0;
+			r.hi[e] = q >= 0 ? x->size[q] : 1;
+			if (q >= 0 && e == (int)d)
+				op_input_need(&p->g, op, kk, d, i, deg, olo, ohi, x->size[q],
+					      &r.lo[e], &r.hi[e]);
+		}
+		region_shape(x, &r, &p->k.in[kk]);
+		for (int q = 0; q < x->rank; q++) {
+			p->k.ilo[kk][q] = r.lo[x->kind[q]];
+			p->k.igsize[kk][q] = x->size[q];
+		}
+	}
+}
+
+static void pair_setup(struct pair *p, const char *text, enum dim_kind d, int i, int deg)
 {
 	const struct op *op;
 	const struct kernel_ops *kc, *kd;
@@ -115,15 +159,8 @@ static void pair_setup(struct pair *p, const char *text)
 	kd = backend_cuda.ops[op->kind];
 	assert_non_null(kc);
 	assert_non_null(kd);
-	p->k.op = op;
-	p->k.op_index = p->g.nops - 1;
-	p->k.nin = op->nin;
-	p->k.out = op->out;
-	for (int q = 0; q < op->out.rank; q++)
-		p->k.gsize[q] = op->out.size[q];
-	p->nout = shape_elems(&op->out);
+	shard_kern(p, d, i, deg);
 	for (int kk = 0; kk < op->nin; kk++) {
-		p->k.in[kk] = p->g.ops[op->in[kk]].out;
 		p->nin[kk] = shape_elems(&p->k.in[kk]);
 		p->c.in[kk] = host_rand(p->nin[kk], op->kind == OP_EMBEDDING, op->a.vocab);
 		p->d.in[kk] = dev_of(p->c.in[kk], p->nin[kk]);
@@ -132,7 +169,8 @@ static void pair_setup(struct pair *p, const char *text)
 			p->d.din[kk] = dev_of(p->c.din[kk], p->nin[kk]);
 		}
 	}
-	p->nw = op->params > 0 ? params_count(&p->g, p->k.op_index, shape_size(&op->out, DIM_C)) : 0;
+	p->nw = op->params > 0 ? params_count(&p->g, p->k.op_index, shape_size(&p->k.out, DIM_C))
+			       : 0;
 	p->k.nparams = p->nw;
 	if (p->nw) {
 		float *w = host_rand(p->nw, 0, 0), *dw = host_rand(p->nw, 0, 0);
@@ -143,6 +181,7 @@ static void pair_setup(struct pair *p, const char *text)
 		p->d.w = dev_of(w, p->nw);
 		p->d.dw = dev_of(dw, p->nw);
 	}
+	p->nout = shape_elems(&p->k.out);
 	p->c.out = calloc((size_t)p->nout, sizeof(float));
 	p->d.out = dev_of(p->c.out, p->nout);
 	p->c.dout = host_rand(p->nout, 0, 0);
@@ -185,13 +224,14 @@ static void pair_release(struct pair *p)
 	graph_release(&p->g);
 }
 
-/* Forward and backward on both backends; every result compared. */
-static void same(const char *text)
+/* Forward and backward of shard i of deg along d on both backends; every
+ * result compared. */
+static void same_shard(const char *text, enum dim_kind d, int i, int deg)
 {
 	struct pair p;
 	const char *name;
 
-	pair_setup(&p, text);
+	pair_setup(&p, text, d, i, deg);
 	name = p.op->name;
 	assert_int_equal(backend_cpu.ops[p.op->kind]->fwd(&p.k, &p.c), 0);
 	assert_int_equal(backend_cuda.ops[p.op->kind]->fwd(&p.k, &p.d), 0);
@@ -205,6 +245,11 @@ static void same(const char *text)
 		compare("weight gradient", name, p.c.dw, p.d.dw, p.nw);
 	assert_int_equal(backend_cuda.sync(), 0);
 	pair_release(&p);
+}
+
+static void same(const char *text)
+{
+	same_shard(text, DIM_N, 0, 1);
 }
 
 #define HEAD "model t\nbatch %d\n"
@@ -324,6 +369,33 @@ static void test_norm(void **state)
 	}
 }
 
+/* Attention whole and as the executor splits it: along l (a band of
+ * queries against whole keys, the causal mask offset by the band's
+ * place; a separate query input gathered as that band) and along c (the
+ * shard's heads; without csum the other heads' context is 0 on both). */
+static void test_attention(void **state)
+{
+	char m[512];
+
+	(void)state;
+	NEED_GPU();
+	for (int r = 0; r < 3; r++) {
+		int n = irand(1, 3), h = irand(1, 3), d = irand(1, 5), l = irand(2, 9);
+		int lk = irand(1, 7), c = 2 * h * d;
+
+		snprintf(m, sizeof m, HEAD "input x l=%d c=%d\nattention y x heads=%d causal=%d bias=%d\n",
+			 n, l, c, 2 * h, r != 1, r != 2);
+		same(m);
+		same_shard(m, DIM_L, irand(0, 1), 2);
+		same_shard(m, DIM_C, 1, 2);
+		snprintf(m, sizeof m, HEAD "input q l=%d c=%d\ninput kv l=%d c=%d\n"
+			 "attention y q kv heads=%d causal=%d\n", n, l, c, lk, c, 2 * h, r == 0);
+		same(m);
+		same_shard(m, DIM_L, 1, 2);
+		same_shard(m, DIM_C, 0, 2);
+	}
+}
+
 /* The executor's own moves and the optimizer. */
 static void test_memory_and_optimizer(void **state)
 {
@@ -372,7 +444,7 @@ static void test_bad_label(void **state)
 
 	(void)state;
 	NEED_GPU();
-	pair_setup(&p, "model t\nbatch 2\ninput x c=3\nloss y x\n");
+	pair_setup(&p, "model t\nbatch 2\ninput x c=3\nloss y x\n", DIM_N, 0, 1);
 	{
 		float bad[2] = { 1, 7 };
 
@@ -393,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_dense),
 		cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_norm),
+		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_bad_label),
 	};
 
