@@ -260,6 +260,7 @@ static int backward(struct exec *e, struct rshard *s, int j)
 {
 	struct transport *t = e->t;
 	const struct op *op = &e->g->ops[s->op];
+	struct rshard *o;
 	struct kbufs b;
 	int id, direct[KERN_MAX_IN];
 
@@ -298,19 +299,24 @@ static int backward(struct exec *e, struct rshard *s, int j)
 	for (int kk = 0; kk < s->kern.nin; kk++)
 		if (s->din[kk] && !direct[kk] && scatter_grad(e, s, kk, j))
 			return AP_EFAIL;
-	if (!s->nparams)
+	if (!s->nparams && s->tied < 0)
 		return AP_OK;
-	/* PipeDream updates after every micro-batch, the synchronous
-	 * schedules once the last micro-batch's gradient is in */
+	/* PipeDream updates after every micro-batch (never a tied pair,
+	 * exec_supported()), the synchronous schedules once the last
+	 * micro-batch's gradient is in: of every shard that adds to the
+	 * weight's gradient (both of a tied pair), so that the replicas sum
+	 * it once */
 	if (e->async) {
 		if (s->gid >= 0 && (t->ops->iallreduce(t, s->gid, s->dw, s->nparams, &id) ||
 				    t->ops->wait_one(t, id)))
 			return AP_EFAIL;
 		return update(e, s);
 	}
-	if (e->mbj == e->m - 1 && s->gid >= 0)
-		return t->ops->iallreduce(t, s->gid, s->dw, s->nparams, NULL);
-	return AP_OK;
+	o = exec_weight_owner(e, s);
+	if (e->mbj < e->m - 1 || ++o->wdone < o->wusers)
+		return AP_OK;
+	o->wdone = 0;
+	return o->gid >= 0 ? t->ops->iallreduce(t, o->gid, o->dw, o->nparams, NULL) : AP_OK;
 }
 
 /* The updates a stage applies between the forward of micro-batch J of

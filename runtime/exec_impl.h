@@ -54,8 +54,13 @@ struct rshard {
 	int nsrc[KERN_MAX_IN];
 	struct src *src[KERN_MAX_IN];
 	int alias[KERN_MAX_IN];       /* input k is a local producer's output */
-	int64_t nparams;
+	int64_t nparams;              /* 0 when it uses another's weight */
 	float *w, *dw, *mom;
+	int tied;                     /* a tied linear: the shard (index in
+				       * sh) whose weight and gradient it
+				       * uses, else -1 */
+	int wusers, wdone;            /* shards of this rank that add to dw,
+				       * and those done with the step */
 	float **stash;                /* [nbuf]: the weights a micro-batch runs with */
 	float *pred;                  /* async-predict: the predicted weights */
 	int gid;                      /* replica group, -1 alone */
@@ -116,6 +121,13 @@ static inline int exec_stashes(const struct exec *e)
 static inline int exec_predicts(const struct exec *e)
 {
 	return e->p->sched == SCHED_ASYNC_PREDICT && !e->o.naive;
+}
+
+/* The shard holding the weight that s runs with: s, or for a tied
+ * linear the embedding's. */
+static inline struct rshard *exec_weight_owner(struct exec *e, struct rshard *s)
+{
+	return s->tied >= 0 ? &e->sh[s->tied] : s;
 }
 
 /* exec_layout.c */

@@ -106,6 +106,61 @@ int exec_can_split(const struct backend *be, const struct graph *g, int i,
 	return unrunnable_dim(be, &g->ops[i], degree) < 0;
 }
 
+/* Whether `a`'s devices are all among `b`'s. */
+static int devices_within(const struct plan_op *a, const struct plan_op *b)
+{
+	for (int k = 0; k < a->ndev; k++) {
+		int found = 0;
+
+		for (int q = 0; q < b->ndev && !found; q++)
+			found = a->devices[k] == b->devices[q];
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
+
+/* Why op i, a linear tied to an embedding's weight, cannot run under p
+ * (what the runtime requires, to follow "runs a tied pair only"), or
+ * NULL when it can or is not tied.  The table [vocab][out] is the
+ * linear's W[out][in] as it is (params.h), so the linear runs with the
+ * embedding's buffer: every shard of both must hold the whole table
+ * (neither split along c) on the same ranks, where the two backwards add
+ * into one gradient, summed over the replicas once and applied once; a
+ * bias of its own would not follow the table in memory, and the
+ * asynchronous schedules keep or predict weight versions per shard. */
+static const char *tie_refusal(const struct graph *g, const struct plan *p, int i)
+{
+	const struct op *op = &g->ops[i];
+	const struct plan_op *a, *b;
+
+	if (op->kind != OP_LINEAR || op->a.tie < 0)
+		return NULL;
+	a = &p->ops[i];
+	b = &p->ops[op->a.tie];
+	if (op->a.bias)
+		return "without a bias (bias=0)";
+	if (sched_async(p->sched))
+		return "under a synchronous schedule (gpipe or 1f1b)";
+	if (a->degree[DIM_C] > 1 || b->degree[DIM_C] > 1)
+		return "when neither is split along 'c' (each shard holds the whole weight)";
+	if (!devices_within(a, b) || !devices_within(b, a))
+		return "when both run on the same ranks";
+	return NULL;
+}
+
+/* ap_err with tie_refusal()'s reason, or AP_OK. */
+static int tie_check(const struct graph *g, const struct plan *p, int i, const char *path)
+{
+	const char *why = tie_refusal(g, p, i);
+
+	if (!why)
+		return AP_OK;
+	return ap_err(AP_EINPUT, path, 0,
+		      "operator '%s' (linear) ties its weight to '%s': the runtime runs "
+		      "a tied pair only %s", g->ops[i].name, g->ops[g->ops[i].a.tie].name, why);
+}
+
 int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
 		   const char *path)
 {
@@ -125,11 +180,8 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 			return ap_err(AP_EINPUT, path, 0,
 				      "operator '%s' has %d inputs; the runtime runs at most %d",
 				      op->name, op->nin, KERN_MAX_IN);
-		if (op->kind == OP_LINEAR && op->a.tie >= 0)
-			return ap_err(AP_EINPUT, path, 0,
-				      "operator '%s' (linear) ties its weight to '%s': not "
-				      "executable by the runtime yet", op->name,
-				      g->ops[op->a.tie].name);
+		if (tie_check(g, p, i, path))
+			return AP_EINPUT;
 		if (op->kind == OP_LINEAR) {
 			const struct shape *x = &g->ops[op->in[0]].out;
 
@@ -393,6 +445,7 @@ static int params_setup(struct exec *e, struct rshard *s)
 	if (op->params <= 0)
 		return AP_OK;
 	s->nparams = params_count(e->g, s->op, cn);
+	s->wusers = 1;
 	s->kern.nparams = s->nparams;
 	full = calloc((size_t)op->params, sizeof *full);
 	slice = calloc((size_t)s->nparams, sizeof *slice);
@@ -412,6 +465,31 @@ static int params_setup(struct exec *e, struct rshard *s)
 			s->stash[j] = s->w;
 		else if (!(s->stash[j] = falloc(e, s->nparams)))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	return AP_OK;
+}
+
+/* Tied linears run with the embedding's weight, gradient and weight
+ * versions (tie_refusal() says why they can); it applies the update. */
+static int ties_setup(struct exec *e)
+{
+	for (int q = 0; q < e->nsh; q++) {
+		struct rshard *s = &e->sh[q], *o;
+		const struct op *op = &e->g->ops[s->op];
+
+		if (op->kind != OP_LINEAR || op->a.tie < 0)
+			continue;
+		if (tie_check(e->g, e->p, s->op, NULL))
+			return AP_EINPUT;
+		s->tied = e->mine[op->a.tie];
+		o = &e->sh[s->tied];
+		s->w = o->w;
+		s->dw = o->dw;
+		s->mom = o->mom;
+		s->kern.nparams = o->nparams;
+		for (int j = 0; j < e->nbuf; j++)
+			s->stash[j] = o->stash[j];
+		o->wusers++;
 	}
 	return AP_OK;
 }
@@ -672,6 +750,7 @@ int exec_layout(struct exec *e)
 			continue;
 		s = &e->sh[e->mine[i]];
 		s->op = i;
+		s->tied = -1;
 		s->cg.t = e->t;
 		s->cg.gid = -1;
 		for (int k = 0; k < p->ops[i].ndev; k++)
@@ -691,6 +770,8 @@ int exec_layout(struct exec *e)
 		if (!st)
 			st = data_setup(e, &e->sh[q]);
 	}
+	if (!st)
+		st = ties_setup(e);
 	if (!st)
 		st = groups_setup(e);
 	if (!st)
@@ -729,10 +810,12 @@ void exec_layout_release(struct exec *e)
 			e->be->release(s->din[kk]);
 			free(s->src[kk]);
 		}
-		e->be->release(s->w);
-		e->be->release(s->dw);
-		e->be->release(s->mom);
-		e->be->release(s->pred);
+		if (s->tied < 0) {
+			e->be->release(s->w);
+			e->be->release(s->dw);
+			e->be->release(s->mom);
+			e->be->release(s->pred);
+		}
 		free(s->sends);
 	}
 	for (int x = 0; x < e->nxf; x++) {
