@@ -123,7 +123,7 @@ int profiler_measure(const struct backend *be, const struct graph *g, int i,
 	struct kern k = { .op = op, .op_index = i, .nin = op->nin };
 	struct kbufs b = { .salt = 1 };
 	int64_t nout, nws, cn;
-	int nb = 0, st = AP_OK;
+	int nb = 0, st = AP_OK, tied;
 	uint64_t key = 1;
 
 	*fwd_us = *bwd_us = 0;
@@ -144,7 +144,10 @@ int profiler_measure(const struct backend *be, const struct graph *g, int i,
 			k.igsize[kk][q] = x->size[q];
 	}
 	cn = shape_size(&k.out, DIM_C);
-	k.nparams = op->params > 0 ? params_count(g, i, cn) : 0;
+	/* a tied linear reads a weight it does not own (its embedding's
+	 * table): timed with one of its own shape */
+	tied = op->kind == OP_LINEAR && op->a.tie >= 0;
+	k.nparams = op->params > 0 || tied ? params_count(g, i, cn) : 0;
 	nout = shape_elems(&k.out);
 	nws = ko->ws_floats ? ko->ws_floats(&k) : 0;
 	*ws_bytes = nws * (int64_t)sizeof(float);
@@ -175,14 +178,15 @@ int profiler_measure(const struct backend *be, const struct graph *g, int i,
 			goto oom;
 	}
 	if (k.nparams) {
-		float *full = host_floats(op->params), *w = host_floats(k.nparams);
+		int64_t nfull = tied ? params_count(g, i, shape_size(&op->out, DIM_C)) : op->params;
+		float *full = calloc((size_t)nfull, sizeof *full), *w = host_floats(k.nparams);
 
 		if (!full || !w) {
 			free(full);
 			free(w);
 			goto oom;
 		}
-		params_init(g, i, 1, full);
+		params_init(g, tied ? op->a.tie : i, 1, full);
 		params_slice(g, i, 0, cn, full, w, 0);
 		free(full);
 		if (!(b.w = bufs[nb++] = upload_free(be, w, k.nparams)) ||

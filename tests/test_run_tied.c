@@ -6,8 +6,9 @@
  * whose stage holds both ops, and its loss falls; placements the runtime
  * cannot run (the pair on different ranks, the weight split along c, an
  * asynchronous schedule) are refused before launch with one message
- * naming both ops.  The model is written to a data directory of the
- * test's own, beside the tree's profiles.
+ * naming both ops; the profiler times the tied head.  The model is
+ * written to a data directory of the test's own, beside the tree's
+ * profiles.
  */
 #include "runtest.h"
 
@@ -154,6 +155,20 @@ static void test_refusals(void **state)
 	refused(plan, "under a synchronous schedule");
 }
 
+/* The profiler times the tied head with a weight of its shape. */
+static void test_profile(void **state)
+{
+	char out[4096], dir[1024], csv[2048];
+
+	(void)state;
+	snprintf(dir, sizeof dir, "%s/tied-profile", tmp_dir());
+	assert_int_equal(rt_run(out, sizeof out, "profile -d cpu -m tied_tiny -b 8 "
+				"--max-degree 2 -o '%s'", dir), 0);
+	snprintf(csv, sizeof csv, "%s/ops.csv", dir);
+	test_read_file(csv, out, sizeof out);
+	assert_non_null(strstr(out, "\"linear:n8l8c16>n8l8c64\","));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +176,7 @@ int main(void)
 		cmocka_unit_test(test_microbatches),
 		cmocka_unit_test(test_pipeline_same_stage),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_profile),
 	};
 
 	if (setup(NULL))
