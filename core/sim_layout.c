@@ -476,7 +476,8 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 	return AP_OK;
 }
 
-int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2])
+int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
+			const int *keep, int nkeep, int np[2])
 {
 	struct sim_work *w = s->w;
 	size_t nh = (size_t)pl->ops[p].ndev * w->ndev;
@@ -493,12 +494,18 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2])
 		for (size_t k = old; k < w->cap_xhead; k++)
 			w->xhead[k] = -1;
 	}
+	/* the kept transfers, in the order they were made, can be shared */
+	for (int k = 0; k < nkeep; k++) {
+		struct sim_xfer *x = &w->xf[keep[k]];
+
+		w->xhead[(x->prod - w->shard_base[p]) * w->ndev + x->dst] = keep[k];
+	}
 	for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1] && !st; e++) {
 		int c = w->cons[e];
 
 		/* An op reading p twice is listed twice: all of its inputs
 		 * from p are handled at the first. */
-		if (e > w->cons_ofs[p] && w->cons[e - 1] == c)
+		if (c < from || (e > w->cons_ofs[p] && w->cons[e - 1] == c))
 			continue;
 		for (int k = 0; k < s->g->ops[c].nin && !st; k++)
 			if (s->g->ops[c].in[k] == p)
@@ -506,6 +513,9 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2])
 	}
 	for (int t = x0; t < w->nxf; t++)
 		w->xhead[(w->xf[t].prod - w->shard_base[p]) * w->ndev + w->xf[t].dst] = -1;
+	for (int k = 0; k < nkeep; k++)
+		w->xhead[(w->xf[keep[k]].prod - w->shard_base[p]) * w->ndev +
+			 w->xf[keep[k]].dst] = -1;
 	return st;
 }
 
@@ -530,7 +540,7 @@ static int layout_transfers(struct sim *s, const struct plan *pl)
 
 	w->nxf = 0;
 	for (int p = 0; p < g->nops && !st; p++)
-		st = sim_layout_producer(s, pl, p, np);
+		st = sim_layout_producer(s, pl, p, 0, NULL, 0, np);
 	if (!st)
 		st = CSR(w, w->pairs, np[0], w->nshards, fsrc);
 	if (!st)

@@ -115,13 +115,6 @@ static int reserve_times(struct sim_work *w)
 	return AP_OK;
 }
 
-/* The block of micro-batch j: forward (bwd 0) or backward times. */
-static struct tend *times(const struct sim_work *w, int bwd, int j)
-{
-	return (bwd ? w->tbwd : w->tfwd) + (size_t)j * ((size_t)w->t_xcap + w->t_scap) +
-	       w->t_xcap;
-}
-
 /* The compute tasks of one op's shards for micro-batch j: the hot loop of
  * the simulator, one pass over the shards with everything inline, and
  * inlined into step() so that the direction and whether the run records
@@ -230,7 +223,7 @@ sends(struct sim_work *w, const int *list, int a, int b, int bwd, int rec, struc
 static int allreduce(struct sim *s, int op)
 {
 	struct sim_work *w = s->w;
-	const struct tend *bt = times(w, 1, w->m - 1);
+	const struct tend *bt = sim_times(w, 1, w->m - 1);
 	int st = AP_OK;
 
 	for (int gi = w->op_grp_ofs[op]; gi < w->op_grp_end[op] && !st; gi++) {
@@ -270,7 +263,7 @@ static inline __attribute__((always_inline)) int
 step(struct sim *s, int op, int j, int bwd, int rec)
 {
 	struct sim_work *w = s->w;
-	struct tend *t = times(w, bwd, j);
+	struct tend *t = sim_times(w, bwd, j);
 	int st;
 
 	if (!bwd)
@@ -278,7 +271,7 @@ step(struct sim *s, int op, int j, int bwd, int rec)
 			     w->fsrc, t, NULL);
 	else
 		st = compute(w, op, j, 1, rec, w->cost[op].bwd_s, w->bsrc_ofs, w->bsrc_end,
-			     w->bsrc, t, times(w, 0, j));
+			     w->bsrc, t, sim_times(w, 0, j));
 	if (!st && !bwd)
 		st = sends(w, w->xff, w->xff_ofs[op], w->xff_end[op], 0, rec, t, j);
 	if (!st && bwd)
@@ -343,11 +336,13 @@ static void reset(struct sim_work *w)
 int sim_schedule_from(struct sim *s, int opt_copies, int from)
 {
 	struct sim_work *w = s->w;
-	int st = AP_OK, step = 0;
+	int st = AP_OK, step = 0, op;
 
 	if (reserve_times(w))
 		return AP_EFAIL;
 	w->nrecorded = 0;
+	if (w->tlog_on)
+		sim_tlog_begin(w);
 	if (from > 0) {
 		sim_ckpt_restore(w, from);
 	} else {
@@ -363,9 +358,12 @@ int sim_schedule_from(struct sim *s, int opt_copies, int from)
 				continue;
 			if (w->ckpt_on && !x->bwd && step % SIM_CKPT_STEPS == 0)
 				st = sim_ckpt_save(w, step);
+			op = w->stage_ops[x->bwd ? b - 1 - k : a + k];
+			if (!st && w->tlog_on && step <= w->tlog_last)
+				st = sim_tlog_step(w, op, x->mb, x->bwd);
 			if (st)
 				break;
-			st = run_step(s, w->stage_ops[x->bwd ? b - 1 - k : a + k], x->mb, x->bwd);
+			st = run_step(s, op, x->mb, x->bwd);
 		}
 	}
 	if (!st)
