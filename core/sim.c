@@ -219,6 +219,7 @@ void sim_release(struct sim *s)
 		free(w->xff);
 		free(w->xfb_ofs);
 		free(w->xfb);
+		free(w->op_xbytes);
 		free(w->grp);
 		free(w->grp_mem);
 		free(w->coll);

@@ -377,6 +377,13 @@ static int new_transfers(struct sim *s, const struct plan *pl, int naff)
 	for (int a = 0; a < naff && !st; a++)
 		if (w->op_mark[w->aff[a]] & MARK_C)
 			st = relist_xfb(s, w->aff[a]);
+	/* R's lists xff are new, and C's xfb */
+	for (int a = 0; a < naff && !st; a++) {
+		if (w->op_mark[w->aff[a]] & MARK_R)
+			sim_op_xbytes(w, w->aff[a], 0);
+		if (w->op_mark[w->aff[a]] & MARK_C)
+			sim_op_xbytes(w, w->aff[a], 1);
+	}
 	return st;
 }
 
@@ -407,6 +414,7 @@ static int undo_record(struct sim_work *w, int naff)
 			.grp_ofs = w->op_grp_ofs[i], .grp_end = w->op_grp_end[i],
 			.cost = w->cost[i],
 		};
+		memcpy(u->xbytes, w->op_xbytes + (size_t)i * 6, sizeof u->xbytes);
 		for (int gs = u->shard_base; gs < u->shard_end; gs++)
 			w->ushard[w->nushard++] = (struct sim_undo_shard){
 				.gs = gs, .fsrc_ofs = w->fsrc_ofs[gs],
@@ -452,6 +460,7 @@ void sim_undo(struct sim *s)
 		w->op_grp_ofs[i] = u->grp_ofs;
 		w->op_grp_end[i] = u->grp_end;
 		w->cost[i] = u->cost;
+		memcpy(w->op_xbytes + (size_t)i * 6, u->xbytes, sizeof u->xbytes);
 	}
 	for (int k = 0; k < w->nushard; k++) {
 		const struct sim_undo_shard *u = &w->ushard[k];

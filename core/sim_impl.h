@@ -38,9 +38,10 @@ struct sim_cost {
 };
 
 /* Costs of earlier configurations kept per op: a search comes back to
- * the same few (a rejected proposal's op goes back at once), and a
- * lookup formats the op's signature and hashes it. */
-#define SIM_COST_WAYS 8
+ * the same ones (a rejected proposal's op goes back at once, and a
+ * search draws from a few dozen per op on 16 devices), and a lookup
+ * formats the op's signature and hashes it. */
+#define SIM_COST_WAYS 32
 
 /* A transfer: per micro-batch, forward a copy of a region of a producer
  * shard's output from src to dst, backward its gradient from dst to src.
@@ -96,6 +97,7 @@ struct sim_undo_op {
 	int op, shard_base, shard_end, xff_ofs, xff_end, xfb_ofs, xfb_end;
 	int grp_ofs, grp_end;
 	struct sim_cost cost;
+	int64_t xbytes[2][3];
 };
 
 struct sim_undo_shard {
@@ -155,6 +157,10 @@ struct sim_work {
 	ARRAY(int, xfb_ofs);             /* per op: gradients sent after its */
 	ARRAY(int, xfb_end);             /* backward */
 	ARRAY(int, xfb);
+	ARRAY(int64_t, op_xbytes);       /* [nops][2][3]: what xff (0) and
+					  * xfb (1) of an op move, by link
+					  * class */
+	int busy_links;                  /* whether links' busy time counts */
 	int ngrp, ngrp_mem, ncoll, ncoll_res;
 	ARRAY(struct sim_group, grp);
 	ARRAY(int, grp_mem);
@@ -170,7 +176,8 @@ struct sim_work {
 	struct tend *tfwd, *tbwd;        /* [m][t_xcap + t_scap]: task times */
 	int t_xcap, t_scap, t_m;         /* their block's parts, and blocks */
 	struct tend *grad_ready;         /* [ndev] */
-	double *res_free, *res_busy;     /* [nres] */
+	double *res_free, *res_busy;     /* [nres]; a link's busy time only
+					  * when busy_links */
 	int64_t *act_cur;                /* [ndev] */
 	struct sim_mem *mem;             /* [ndev] */
 	int *dev_nshards;                /* [ndev]: shards on each device */
@@ -258,6 +265,8 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
 			const int *keep, int nkeep, int np[2]);
 int sim_build_csr(struct sim_work *w, const int *pr, int np, int nkeys,
 		  int **ofs, size_t *cap_ofs, int **vals, size_t *cap_vals);
+/* op_xbytes of op i from its list xff (bwd 0) or xfb (1). */
+void sim_op_xbytes(struct sim_work *w, int i, int bwd);
 
 /* sim_comm.c: the replica groups and all-reduce tasks (after the shards
  * are laid out), and the resources a transfer from device a to device b

@@ -558,9 +558,27 @@ static int layout_transfers(struct sim *s, const struct plan *pl)
 	if (!st)
 		st = CSR(w, w->pairs, n, g->nops, xfb);
 	if (!st && (ENDS(w, fsrc, w->nshards) || ENDS(w, bsrc, w->nshards) ||
-		    ENDS(w, xff, g->nops) || ENDS(w, xfb, g->nops)))
+		    ENDS(w, xff, g->nops) || ENDS(w, xfb, g->nops) ||
+		    RESERVE(w, op_xbytes, (size_t)g->nops * 6)))
 		st = AP_EFAIL;
+	for (int i = 0; i < g->nops && !st; i++) {
+		sim_op_xbytes(w, i, 0);
+		sim_op_xbytes(w, i, 1);
+	}
 	return st;
+}
+
+/* The bytes a step's transfers move are counted per step, not per
+ * transfer: integer sums, the same in any order. */
+void sim_op_xbytes(struct sim_work *w, int i, int bwd)
+{
+	int64_t *b = w->op_xbytes + (size_t)i * 6 + 3 * bwd;
+	const int *list = bwd ? w->xfb : w->xff;
+	int a = bwd ? w->xfb_ofs[i] : w->xff_ofs[i], e1 = bwd ? w->xfb_end[i] : w->xff_end[i];
+
+	b[0] = b[1] = b[2] = 0;
+	for (int e = a; e < e1; e++)
+		b[w->xf[list[e]].cls] += w->xf[list[e]].bytes;
 }
 
 /* --- the order of the schedule ------------------------------------------- */
@@ -585,6 +603,9 @@ int sim_layout(struct sim *s, const struct plan *pl)
 	if (st)
 		return st;
 	s->w->m = pl->microbatches;
+	/* only an asynchronous schedule's iteration reads a link's busy
+	 * time (sim.c), and the scheduler's transfers skip it otherwise */
+	s->w->busy_links = sched_async(pl->sched);
 	st = layout_stages(s, pl);
 	if (!st)
 		st = layout_stage_ops(s, pl);
