@@ -114,7 +114,6 @@ void sim_ckpt_restore(struct sim_work *w, int step)
 	w->ntasks = *v;
 }
 
-
 /* --- the undo log of a delta's times -------------------------------------- */
 
 /* The last forward step: steps after it are never logged. */
@@ -163,9 +162,11 @@ int sim_tlog_step(struct sim_work *w, int op, int j, int bwd)
 	    RESERVE(w, tlog, w->ntlog + ns + (b - a)))
 		return AP_EFAIL;
 	log_run(w, bwd, j, w->shard_base[op], ns);
-	/* transfers x0..x1 sit at SRC_XFER(x1)..SRC_XFER(x0); a list made
-	 * by one layout of its producer is such a block */
-	if (b > a && list[b - 1] - list[a] == b - 1 - a && list[b - 1] >= list[a]) {
+	/* transfers x0..x1 sit at SRC_XFER(x1)..SRC_XFER(x0).  A list xff
+	 * ascends (a producer's transfers are made in order, those a delta
+	 * keeps before those it makes), and one made by one layout of its
+	 * producer is a single block */
+	if (!bwd && b > a && list[b - 1] - list[a] == b - 1 - a) {
 		log_run(w, bwd, j, SRC_XFER(list[b - 1]), b - a);
 		return AP_OK;
 	}
