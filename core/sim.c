@@ -189,7 +189,12 @@ void sim_release(struct sim *s)
 		free(w->ckpt_d);
 		free(w->ckpt_i);
 		free(w->ckpt_ok);
+		free(w->trun);
+		free(w->tlog);
+		free(w->tlog_ck);
+		free(w->ckpt_sel);
 		free(w->op_mark);
+		free(w->op_cut);
 		free(w->op_stage);
 		free(w->aff);
 		free(w->uop);
@@ -214,6 +219,7 @@ void sim_release(struct sim *s)
 		free(w->xff);
 		free(w->xfb_ofs);
 		free(w->xfb);
+		free(w->op_xbytes);
 		free(w->grp);
 		free(w->grp_mem);
 		free(w->coll);

@@ -147,9 +147,8 @@ int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 
 /* Takes back the last sim_delta(): the caller has put the configurations
  * it changed back as they were, and the next sim_delta() continues from
- * the run before it (its layout is restored, not laid out again; its
- * schedule is timed again from the first step the undone change touched).
- * As a rejected proposal of a search does.  After anything but a
+ * the run before it (its layout and task times are restored, not laid
+ * out and timed again).  As a rejected proposal of a search does.  After anything but a
  * successful incremental sim_delta() the next sim_delta() is a full run. */
 void sim_undo(struct sim *s);
 

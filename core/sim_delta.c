@@ -7,9 +7,11 @@
  *
  * Layout.  Changing op k's degrees or devices changes its shards, the
  * transfers of k's output to its consumers and of its producers' outputs
- * to k (producers share a transfer among consumers that need the same
- * region, so all transfers of those producers are redone), the sources of
- * the consumers of all these producers, and k's all-reduce groups.  The
+ * to k (a producer shares a transfer among consumers that need the same
+ * region, each consumer in op order sharing what those before it made,
+ * so a producer's transfers to its consumers from k on are redone and
+ * those to the consumers before k kept), the sources of the consumers
+ * whose transfers are redone, and k's all-reduce groups.  The
  * new shards, transfers, lists and groups are appended to the arrays of
  * struct sim_work, every index of the rest staying valid; the lists are
  * addressed by (ofs, end) for that reason.  What is left behind is
@@ -33,9 +35,11 @@
  *
  * Undo.  A search rejects most proposals.  Since a delta only appends,
  * besides a few list heads, costs and activation sizes it overwrites in
- * place and keeps, sim_undo() takes it back by restoring those: the
- * rejected change is not laid out a second time, and the next delta
- * times the schedule from the first step of either change.
+ * place and keeps, sim_undo() takes it back by restoring those, and the
+ * task times and checkpoints its schedule overwrote from a log
+ * (sim_ckpt.c): the rejected change is not laid out a second time, and
+ * the next delta times the schedule from the first step of its own
+ * change, not of the earlier of the two.
  *
  * Delta runs need one micro-batch (FlexFlow's setting: no pipelining),
  * no task recording and an unchanged stage per op; otherwise sim_delta()
@@ -43,7 +47,6 @@
  */
 #include "sim_impl.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,87 +57,6 @@ enum { MARK_K = 1, MARK_R = 2, MARK_C = 4 };
 /* What sim_undo() does after the last run: force a full run next, restore
  * the delta's layout, or leave the ops it changed to the next delta. */
 enum { UNDO_NONE, UNDO_RESTORE, UNDO_PEND };
-
-/* --- checkpoints ------------------------------------------------------------ */
-
-static size_t ckpt_nd(const struct sim_work *w)
-{
-	return 2 * (size_t)w->nres + 2 * (size_t)w->ndev + 1;
-}
-
-static size_t ckpt_ni(const struct sim_work *w)
-{
-	return 2 * (size_t)w->ndev + 3 + NTASK_KINDS + 1;
-}
-
-int sim_ckpt_save(struct sim_work *w, int step)
-{
-	size_t nd = ckpt_nd(w), ni = ckpt_ni(w), k = (size_t)step / SIM_CKPT_STEPS;
-	double *d;
-	int64_t *v;
-
-	if (RESERVE(w, ckpt_d, (k + 1) * nd) || RESERVE(w, ckpt_i, (k + 1) * ni) ||
-	    RESERVE(w, ckpt_ok, k + 1))
-		return AP_EFAIL;
-	/* the steps between are backward ones, or were not reached */
-	for (int j = w->nckpt; j < (int)k; j++)
-		w->ckpt_ok[j] = 0;
-	w->ckpt_ok[k] = 1;
-	d = w->ckpt_d + k * nd;
-	v = w->ckpt_i + k * ni;
-	memcpy(d, w->res_free, (size_t)w->nres * sizeof *d);
-	memcpy(d + w->nres, w->res_busy, (size_t)w->nres * sizeof *d);
-	d += 2 * w->nres;
-	for (int i = 0; i < w->ndev; i++) {
-		*d++ = w->grad_ready[i].end;
-		*d++ = w->grad_ready[i].cp;
-		*v++ = w->act_cur[i];
-		*v++ = w->mem[i].act;
-	}
-	*d = w->max_cp;
-	memcpy(v, w->link_bytes, sizeof w->link_bytes);
-	v += 3;
-	for (int i = 0; i < NTASK_KINDS; i++)
-		*v++ = w->ntask_kinds[i];
-	*v = w->ntasks;
-	if ((int)k >= w->nckpt)
-		w->nckpt = (int)k + 1;
-	return AP_OK;
-}
-
-int sim_ckpt_before(const struct sim_work *w, int step)
-{
-	int k = step / SIM_CKPT_STEPS;
-
-	if (k >= w->nckpt)
-		k = w->nckpt - 1;
-	while (k > 0 && !w->ckpt_ok[k])
-		k--;
-	return k > 0 ? k * SIM_CKPT_STEPS : 0;
-}
-
-void sim_ckpt_restore(struct sim_work *w, int step)
-{
-	size_t k = (size_t)step / SIM_CKPT_STEPS;
-	const double *d = w->ckpt_d + k * ckpt_nd(w);
-	const int64_t *v = w->ckpt_i + k * ckpt_ni(w);
-
-	memcpy(w->res_free, d, (size_t)w->nres * sizeof *d);
-	memcpy(w->res_busy, d + w->nres, (size_t)w->nres * sizeof *d);
-	d += 2 * w->nres;
-	for (int i = 0; i < w->ndev; i++) {
-		w->grad_ready[i].end = *d++;
-		w->grad_ready[i].cp = *d++;
-		w->act_cur[i] = *v++;
-		w->mem[i].act = *v++;
-	}
-	w->max_cp = *d;
-	memcpy(w->link_bytes, v, sizeof w->link_bytes);
-	v += 3;
-	for (int i = 0; i < NTASK_KINDS; i++)
-		w->ntask_kinds[i] = (int)*v++;
-	w->ntasks = *v;
-}
 
 /* --- the layout of a change ------------------------------------------------ */
 
@@ -152,7 +74,6 @@ void sim_delta_base(struct sim *s)
 	w->grown = 0;
 	w->undo = UNDO_NONE;
 	w->npend = 0;
-	w->stale_from = INT_MAX;
 	w->delta_ready = w->m == 1 && !w->record && !RESERVE(w, op_stage, nops);
 	for (int si = 0; si < w->nstages && w->delta_ready; si++)
 		for (int k = w->stage_ops_ofs[si]; k < w->stage_ops_ofs[si + 1]; k++)
@@ -192,7 +113,11 @@ static int first_input(const struct op *op, int k)
 
 /* The sets of a change of the ops marked K: R, the ops whose transfers
  * are redone (K and their producers), and C, the ops whose sources change
- * (R's consumers, and K).  aff lists every marked op once. */
+ * (R's consumers, and K).  aff lists every marked op once.  An op of R
+ * makes its transfers consumer by consumer, in op order, each sharing
+ * those made before it: a producer outside K keeps those its consumers
+ * before the first of K made, and only the consumers from op_cut[] on
+ * are connected again and are in C. */
 static void mark_sets(struct sim *s, const int *ops, int n, int *nk, int *naff)
 {
 	const struct graph *g = s->g;
@@ -200,20 +125,36 @@ static void mark_sets(struct sim *s, const int *ops, int n, int *nk, int *naff)
 	int *m = w->op_mark, na = 0;
 
 #define ADD(i, bit) do { if (!m[i]) w->aff[na++] = (i); m[i] |= (bit); } while (0)
-	for (int k = 0; k < n; k++)
+	for (int k = 0; k < n; k++) {
 		ADD(ops[k], MARK_K | MARK_R | MARK_C);
+		w->op_cut[ops[k]] = 0;
+	}
 	*nk = na;
 	for (int k = 0; k < n; k++)
-		for (int e = 0; e < g->ops[ops[k]].nin; e++)
-			ADD(g->ops[ops[k]].in[e], MARK_R);
+		for (int e = 0; e < g->ops[ops[k]].nin; e++) {
+			int p = g->ops[ops[k]].in[e];
+
+			if (!m[p])
+				w->op_cut[p] = ops[k];
+			else if (ops[k] < w->op_cut[p])
+				w->op_cut[p] = ops[k];
+			ADD(p, MARK_R);
+		}
 	for (int a = 0, nr = na; a < nr; a++) {
 		int p = w->aff[a];
 
 		for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1]; e++)
-			ADD(w->cons[e], MARK_C);
+			if (w->cons[e] >= w->op_cut[p])
+				ADD(w->cons[e], MARK_C);
 	}
 #undef ADD
 	*naff = na;
+}
+
+/* Whether the transfers from op q to consumer c are made again. */
+static int redone(const struct sim_work *w, int q, int c)
+{
+	return (w->op_mark[q] & MARK_R) && c >= w->op_cut[q];
 }
 
 /* New shards for the ops of K, at the end of the shard arrays. */
@@ -243,8 +184,8 @@ static int new_shards(struct sim *s, const struct plan *pl, const int *ops, int 
 }
 
 /* The activations the shards of C keep: their outputs plus what they
- * receive from producers outside R (transfers of R add theirs when they
- * are made again). */
+ * receive through transfers that stay (those made again add theirs when
+ * they are made). */
 static void reset_act(struct sim *s, int naff)
 {
 	const struct graph *g = s->g;
@@ -261,7 +202,7 @@ static void reset_act(struct sim *s, int naff)
 		for (int k = 0; k < op->nin; k++) {
 			int q = op->in[k];
 
-			if ((w->op_mark[q] & MARK_R) || !first_input(op, k))
+			if (redone(w, q, c) || !first_input(op, k))
 				continue;
 			for (int e = w->xff_ofs[q]; e < w->xff_end[q]; e++) {
 				const struct sim_xfer *x = &w->xf[w->xff[e]];
@@ -299,18 +240,34 @@ static int touched_csr(struct sim_work *w, const int *pr, int np, int naff, int 
 			     &w->tmp, &w->cap_tmp);
 }
 
-/* Appends the new list of shard gs: the old entries from producers
- * outside R (keep_old), then those of the temporary CSR. */
-static int relist(struct sim_work *w, int gs, int keep_old, int **vals, size_t *cap,
+/* Whether source entry e of shard gs's list stays: of a forward (bwd 0)
+ * list, when the transfers from its producer op to gs's op are not made
+ * again; of a backward list, when the consumer that made it (a transfer
+ * entry is its first consumer's) comes before the cut of gs's op.  A
+ * transfer a later consumer shares is then listed twice, as a full
+ * layout does too; a duplicate does not change a maximum. */
+static int kept(const struct sim_work *w, int gs, int e, int bwd)
+{
+	int c;
+
+	if (!bwd)
+		return !redone(w, src_op(w, e), w->shard_op[gs]);
+	c = e >= 0 ? w->shard_op[e] : w->xf[SRC_XFER(e)].emit_op;
+	return c < w->op_cut[w->shard_op[gs]];
+}
+
+/* Appends the new list of shard gs: the old entries that are kept(),
+ * then those of the temporary CSR. */
+static int relist(struct sim_work *w, int gs, int bwd, int **vals, size_t *cap,
 		  int *used, int *ofs, int *end)
 {
 	int k = w->loc[gs], a = ofs[gs], b = end[gs];
 	int na = w->tmp_ofs[k + 1] - w->tmp_ofs[k], n0 = *used;
 
-	if (room(vals, cap, *used, (keep_old ? b - a : 0) + na))
+	if (room(vals, cap, *used, b - a + na))
 		return AP_EFAIL;
-	for (int e = a; e < b && keep_old; e++)
-		if (!(w->op_mark[src_op(w, (*vals)[e])] & MARK_R))
+	for (int e = a; e < b; e++)
+		if (kept(w, gs, (*vals)[e], bwd))
 			(*vals)[(*used)++] = (*vals)[e];
 	memcpy(*vals + *used, w->tmp + w->tmp_ofs[k], (size_t)na * sizeof(int));
 	*used += na;
@@ -320,20 +277,20 @@ static int relist(struct sim_work *w, int gs, int keep_old, int **vals, size_t *
 	return AP_OK;
 }
 
-/* relist() for every shard of the ops marked `mark`; old entries are
- * kept for forward lists of ops outside K. */
-static int relist_ops(struct sim_work *w, int naff, int mark, int **vals, size_t *cap,
-		      int *used, int *ofs, int *end)
+/* relist() for every shard of the ops marked `mark` (the shards of K
+ * are new, with empty lists). */
+static int relist_ops(struct sim_work *w, int naff, int mark, int bwd, int **vals,
+		      size_t *cap, int *used, int *ofs, int *end)
 {
 	int st = AP_OK;
 
 	for (int a = 0; a < naff && !st; a++) {
-		int i = w->aff[a], keep = mark == MARK_C && !(w->op_mark[i] & MARK_K);
+		int i = w->aff[a];
 
 		if (!(w->op_mark[i] & mark))
 			continue;
 		for (int gs = w->shard_base[i]; gs < w->shard_end[i] && !st; gs++)
-			st = relist(w, gs, keep, vals, cap, used, ofs, end);
+			st = relist(w, gs, bwd, vals, cap, used, ofs, end);
 	}
 	return st;
 }
@@ -384,36 +341,49 @@ static int new_transfers(struct sim *s, const struct plan *pl, int naff)
 	int np[2] = { 0, 0 }, st = AP_OK;
 
 	for (int a = 0; a < naff && !st; a++) {
-		int p = w->aff[a], x0 = w->nxf;
+		int p = w->aff[a], x0 = w->nxf, e0 = w->xff_ofs[p], nkeep = 0;
 
 		if (!(w->op_mark[p] & MARK_R))
 			continue;
-		st = sim_layout_producer(s, pl, p, np);
-		if (!st && room(&w->xff, &w->cap_xff, w->nxff, w->nxf - x0))
+		/* the transfers made before the cut lead p's list */
+		while (e0 + nkeep < w->xff_end[p] &&
+		       w->xf[w->xff[e0 + nkeep]].emit_op < w->op_cut[p])
+			nkeep++;
+		st = sim_layout_producer(s, pl, p, w->op_cut[p], w->xff + e0, nkeep, np);
+		if (!st && room(&w->xff, &w->cap_xff, w->nxff, nkeep + w->nxf - x0))
 			st = AP_EFAIL;
 		if (st)
 			break;
+		memmove(w->xff + w->nxff, w->xff + e0, (size_t)nkeep * sizeof *w->xff);
 		w->xff_ofs[p] = w->nxff;
+		w->nxff += nkeep;
 		for (int x = x0; x < w->nxf; x++)
 			w->xff[w->nxff++] = x;
 		w->xff_end[p] = w->nxff;
-		w->grown += 2 * (w->nxf - x0);
+		w->grown += nkeep + 2 * (w->nxf - x0);
 	}
-	/* forward sources of C's shards; backward sources of R's, all of
-	 * whose consumers were connected again */
+	/* forward sources of C's shards; backward sources of R's, whose
+	 * consumers from the cut on were connected again */
 	if (!st)
 		st = touched_csr(w, w->pairs, np[0], naff, MARK_C);
 	if (!st)
-		st = relist_ops(w, naff, MARK_C, &w->fsrc, &w->cap_fsrc, &w->nfsrc,
+		st = relist_ops(w, naff, MARK_C, 0, &w->fsrc, &w->cap_fsrc, &w->nfsrc,
 				w->fsrc_ofs, w->fsrc_end);
 	if (!st)
 		st = touched_csr(w, w->bpairs, np[1], naff, MARK_R);
 	if (!st)
-		st = relist_ops(w, naff, MARK_R, &w->bsrc, &w->cap_bsrc, &w->nbsrc,
+		st = relist_ops(w, naff, MARK_R, 1, &w->bsrc, &w->cap_bsrc, &w->nbsrc,
 				w->bsrc_ofs, w->bsrc_end);
 	for (int a = 0; a < naff && !st; a++)
 		if (w->op_mark[w->aff[a]] & MARK_C)
 			st = relist_xfb(s, w->aff[a]);
+	/* R's lists xff are new, and C's xfb */
+	for (int a = 0; a < naff && !st; a++) {
+		if (w->op_mark[w->aff[a]] & MARK_R)
+			sim_op_xbytes(w, w->aff[a], 0);
+		if (w->op_mark[w->aff[a]] & MARK_C)
+			sim_op_xbytes(w, w->aff[a], 1);
+	}
 	return st;
 }
 
@@ -444,6 +414,7 @@ static int undo_record(struct sim_work *w, int naff)
 			.grp_ofs = w->op_grp_ofs[i], .grp_end = w->op_grp_end[i],
 			.cost = w->cost[i],
 		};
+		memcpy(u->xbytes, w->op_xbytes + (size_t)i * 6, sizeof u->xbytes);
 		for (int gs = u->shard_base; gs < u->shard_end; gs++)
 			w->ushard[w->nushard++] = (struct sim_undo_shard){
 				.gs = gs, .fsrc_ofs = w->fsrc_ofs[gs],
@@ -455,8 +426,8 @@ static int undo_record(struct sim_work *w, int naff)
 }
 
 /* Everything a delta writes is appended but what undo_record() keeps, so
- * putting that back restores the layout; the times from the first step
- * the delta ran are of the undone plan and are run again by the next. */
+ * putting that back restores the layout, and the times it overwrote are
+ * in its log: the run before it is restored whole. */
 void sim_undo(struct sim *s)
 {
 	struct sim_work *w = s->w;
@@ -489,6 +460,7 @@ void sim_undo(struct sim *s)
 		w->op_grp_ofs[i] = u->grp_ofs;
 		w->op_grp_end[i] = u->grp_end;
 		w->cost[i] = u->cost;
+		memcpy(w->op_xbytes + (size_t)i * 6, u->xbytes, sizeof u->xbytes);
 	}
 	for (int k = 0; k < w->nushard; k++) {
 		const struct sim_undo_shard *u = &w->ushard[k];
@@ -504,8 +476,7 @@ void sim_undo(struct sim *s)
 	memcpy(w->mem, w->umem, (size_t)w->ndev * sizeof *w->mem);
 	memcpy(w->dev_nshards, w->udev_nshards, (size_t)w->ndev * sizeof *w->dev_nshards);
 	w->tally = w->utally;
-	if (w->last_from < w->stale_from)
-		w->stale_from = w->last_from;
+	sim_tlog_undo(w);
 	w->undo = UNDO_NONE;
 }
 
@@ -566,7 +537,8 @@ static int delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 			return st;
 	}
 	w->delta_ready = 0;
-	if (RESERVE(w, op_mark, g->nops) || RESERVE(w, aff, g->nops))
+	if (RESERVE(w, op_mark, g->nops) || RESERVE(w, op_cut, g->nops) ||
+	    RESERVE(w, aff, g->nops))
 		return AP_EFAIL;
 	memset(w->op_mark, 0, (size_t)g->nops * sizeof *w->op_mark);
 	/* the ops of K, each once, come first in aff */
@@ -588,14 +560,13 @@ static int delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 		return st;
 	/* the steps before the change's first are those of the plan before
 	 * it, whatever step the run starts from */
-	w->last_from = from = sim_ckpt_before(w, first_step(s));
-	if (from > w->stale_from)
-		from = w->stale_from;
+	from = sim_ckpt_before(w, first_step(s));
+	w->tlog_on = 1;
 	st = sim_finish_change(s, pl, w->uop, nk, from, r);
+	w->tlog_on = 0;
 	if (!st) {
 		w->delta_ready = 1;
 		w->undo = UNDO_RESTORE;
-		w->stale_from = INT_MAX;
 	}
 	return st;
 }

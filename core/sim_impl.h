@@ -38,9 +38,10 @@ struct sim_cost {
 };
 
 /* Costs of earlier configurations kept per op: a search comes back to
- * the same few (a rejected proposal's op goes back at once), and a
- * lookup formats the op's signature and hashes it. */
-#define SIM_COST_WAYS 8
+ * the same ones (a rejected proposal's op goes back at once, and a
+ * search draws from a few dozen per op on 16 devices), and a lookup
+ * formats the op's signature and hashes it. */
+#define SIM_COST_WAYS 32
 
 /* A transfer: per micro-batch, forward a copy of a region of a producer
  * shard's output from src to dst, backward its gradient from dst to src.
@@ -96,11 +97,18 @@ struct sim_undo_op {
 	int op, shard_base, shard_end, xff_ofs, xff_end, xfb_ofs, xfb_end;
 	int grp_ofs, grp_end;
 	struct sim_cost cost;
+	int64_t xbytes[2][3];
 };
 
 struct sim_undo_shard {
 	int gs, fsrc_ofs, fsrc_end, bsrc_ofs, bsrc_end;
 	int64_t act_bytes;
+};
+
+/* A run of task times a delta overwrote: n of them from index idx of
+ * micro-batch j's block of direction bwd (sim_ckpt.c). */
+struct sim_trun {
+	int bwd, j, idx, n;
 };
 
 /* Each growable array f of struct sim_work has its capacity in cap_f. */
@@ -149,6 +157,10 @@ struct sim_work {
 	ARRAY(int, xfb_ofs);             /* per op: gradients sent after its */
 	ARRAY(int, xfb_end);             /* backward */
 	ARRAY(int, xfb);
+	ARRAY(int64_t, op_xbytes);       /* [nops][2][3]: what xff (0) and
+					  * xfb (1) of an op move, by link
+					  * class */
+	int busy_links;                  /* whether links' busy time counts */
 	int ngrp, ngrp_mem, ncoll, ncoll_res;
 	ARRAY(struct sim_group, grp);
 	ARRAY(int, grp_mem);
@@ -164,7 +176,8 @@ struct sim_work {
 	struct tend *tfwd, *tbwd;        /* [m][t_xcap + t_scap]: task times */
 	int t_xcap, t_scap, t_m;         /* their block's parts, and blocks */
 	struct tend *grad_ready;         /* [ndev] */
-	double *res_free, *res_busy;     /* [nres] */
+	double *res_free, *res_busy;     /* [nres]; a link's busy time only
+					  * when busy_links */
 	int64_t *act_cur;                /* [ndev] */
 	struct sim_mem *mem;             /* [ndev] */
 	int *dev_nshards;                /* [ndev]: shards on each device */
@@ -179,9 +192,11 @@ struct sim_work {
 	/* Checkpoints of the schedule and what sim_delta() needs of the
 	 * last run (sim_delta.c). */
 	int ckpt_on, nckpt;
-	ARRAY(double, ckpt_d);           /* [nckpt][ckpt_nd] */
-	ARRAY(int64_t, ckpt_i);          /* [nckpt][ckpt_ni] */
+	ARRAY(double, ckpt_d);           /* [nckpt][2][ckpt_nd] */
+	ARRAY(int64_t, ckpt_i);          /* [nckpt][2][ckpt_ni] */
 	ARRAY(int, ckpt_ok);             /* [nckpt]: kept (a forward step) */
+	ARRAY(int, ckpt_sel);            /* [nckpt_sel]: which of its two */
+	int nckpt_sel;                   /* places */
 	int delta_ready;                 /* the last run can be continued */
 	enum sim_optimizer opt;          /* of the last run */
 	int nfsrc, nbsrc, nxff, nxfb;    /* values in use of those lists */
@@ -189,6 +204,9 @@ struct sim_work {
 					  * and what sim_delta() appended since */
 	ARRAY(int, op_stage);            /* [nops]: stage index of each op */
 	ARRAY(int, op_mark);             /* [nops] */
+	ARRAY(int, op_cut);              /* [nops]: an op of R has its
+					  * transfers to consumers from this
+					  * op on made again */
 	ARRAY(int, aff);                 /* ops a change touches */
 	int nuop, nushard;               /* the last delta's undo record */
 	int undo;                        /* what sim_undo() can do: enum in
@@ -202,9 +220,13 @@ struct sim_work {
 	struct sim_mem *umem;            /* [ndev] */
 	int *udev_nshards;               /* [ndev] */
 	struct cost_tally utally;
-	int last_from;                   /* the first step it timed again */
-	int stale_from;                  /* steps from here on are of an
-					  * undone change; INT_MAX none */
+	int tlog_on;                     /* this run logs what it overwrites */
+	int tlog_last;                   /* the last step it logs */
+	ARRAY(struct sim_trun, trun);    /* the times it overwrote: runs, */
+	ARRAY(struct tend, tlog);        /* their values one after another */
+	int ntrun, ntlog;
+	ARRAY(int, tlog_ck);             /* the checkpoints it flipped */
+	int ntlog_ck, tlog_nckpt;
 	ARRAY(int, loc);                 /* [nshards]: a changed shard's key */
 	ARRAY(int, pairs_loc);           /* pairs by those keys */
 	ARRAY(int, tmp_ofs);             /* new lists, before they are */
@@ -231,15 +253,20 @@ int sim_reserve(void *pp, size_t *cap, size_t n, size_t size);
 int sim_layout(struct sim *s, const struct plan *pl);
 /* Its parts that sim_delta() redoes for one op: the checks of op i; op
  * i's shards at shard_base[i] (room made by sim_reserve_shards()); the
- * transfers of producer p to all its consumers, appended to xf, and the
- * sources they make as (key, value) pairs in pairs (forward, np[0]) and
- * bpairs (backward, np[1]); a CSR list from pairs (key, value). */
+ * transfers of producer p to its consumers from op `from` on, appended to
+ * xf, shared with the nkeep transfers keep[] that the consumers before
+ * made (in the order they were made), and the sources they make as (key,
+ * value) pairs in pairs (forward, np[0]) and bpairs (backward, np[1]); a
+ * CSR list from pairs (key, value). */
 int sim_check_op(const struct sim *s, const struct plan *pl, int i);
 int sim_reserve_shards(struct sim_work *w, int n);
 int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i);
-int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2]);
+int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
+			const int *keep, int nkeep, int np[2]);
 int sim_build_csr(struct sim_work *w, const int *pr, int np, int nkeys,
 		  int **ofs, size_t *cap_ofs, int **vals, size_t *cap_vals);
+/* op_xbytes of op i from its list xff (bwd 0) or xfb (1). */
+void sim_op_xbytes(struct sim_work *w, int i, int bwd);
 
 /* sim_comm.c: the replica groups and all-reduce tasks (after the shards
  * are laid out), and the resources a transfer from device a to device b
@@ -268,11 +295,27 @@ int sim_finish(struct sim *s, const struct plan *pl, int from, struct sim_result
 int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_undo_op *old,
 		      int n, int from, struct sim_result *r);
 
-/* sim_delta.c: the sizes of a fresh layout, and keeping and restoring the
- * state before a step. */
+/* The block of task times of micro-batch j, forward (bwd 0) or
+ * backward: shards at gs >= 0, transfer x at SRC_XFER(x) (sim_sched.c). */
+static inline struct tend *sim_times(const struct sim_work *w, int bwd, int j)
+{
+	return (bwd ? w->tbwd : w->tfwd) + (size_t)j * ((size_t)w->t_xcap + w->t_scap) +
+	       w->t_xcap;
+}
+
+/* sim_delta.c: the sizes of a fresh layout. */
 void sim_delta_base(struct sim *s);
+
+/* sim_ckpt.c: keeping and restoring the state before a step; and the
+ * undo log of a delta's times: sim_tlog_begin() before its schedule
+ * runs, sim_tlog_step() before each step it runs (the times op's step
+ * writes; a step after w->tlog_last needs none), sim_tlog_undo() puts
+ * them back, and the checkpoints the run saved. */
 int sim_ckpt_save(struct sim_work *w, int step);
 void sim_ckpt_restore(struct sim_work *w, int step);
 int sim_ckpt_before(const struct sim_work *w, int step);
+void sim_tlog_begin(struct sim_work *w);
+int sim_tlog_step(struct sim_work *w, int op, int j, int bwd);
+void sim_tlog_undo(struct sim_work *w);
 
 #endif

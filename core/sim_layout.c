@@ -471,7 +471,8 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 	return AP_OK;
 }
 
-int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2])
+int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
+			const int *keep, int nkeep, int np[2])
 {
 	struct sim_work *w = s->w;
 	size_t nh = (size_t)pl->ops[p].ndev * w->ndev;
@@ -488,12 +489,18 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2])
 		for (size_t k = old; k < w->cap_xhead; k++)
 			w->xhead[k] = -1;
 	}
+	/* the kept transfers, in the order they were made, can be shared */
+	for (int k = 0; k < nkeep; k++) {
+		struct sim_xfer *x = &w->xf[keep[k]];
+
+		w->xhead[(x->prod - w->shard_base[p]) * w->ndev + x->dst] = keep[k];
+	}
 	for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1] && !st; e++) {
 		int c = w->cons[e];
 
 		/* An op reading p twice is listed twice: all of its inputs
 		 * from p are handled at the first. */
-		if (e > w->cons_ofs[p] && w->cons[e - 1] == c)
+		if (c < from || (e > w->cons_ofs[p] && w->cons[e - 1] == c))
 			continue;
 		for (int k = 0; k < s->g->ops[c].nin && !st; k++)
 			if (s->g->ops[c].in[k] == p)
@@ -501,6 +508,9 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int np[2])
 	}
 	for (int t = x0; t < w->nxf; t++)
 		w->xhead[(w->xf[t].prod - w->shard_base[p]) * w->ndev + w->xf[t].dst] = -1;
+	for (int k = 0; k < nkeep; k++)
+		w->xhead[(w->xf[keep[k]].prod - w->shard_base[p]) * w->ndev +
+			 w->xf[keep[k]].dst] = -1;
 	return st;
 }
 
@@ -525,7 +535,7 @@ static int layout_transfers(struct sim *s, const struct plan *pl)
 
 	w->nxf = 0;
 	for (int p = 0; p < g->nops && !st; p++)
-		st = sim_layout_producer(s, pl, p, np);
+		st = sim_layout_producer(s, pl, p, 0, NULL, 0, np);
 	if (!st)
 		st = CSR(w, w->pairs, np[0], w->nshards, fsrc);
 	if (!st)
@@ -543,9 +553,27 @@ static int layout_transfers(struct sim *s, const struct plan *pl)
 	if (!st)
 		st = CSR(w, w->pairs, n, g->nops, xfb);
 	if (!st && (ENDS(w, fsrc, w->nshards) || ENDS(w, bsrc, w->nshards) ||
-		    ENDS(w, xff, g->nops) || ENDS(w, xfb, g->nops)))
+		    ENDS(w, xff, g->nops) || ENDS(w, xfb, g->nops) ||
+		    RESERVE(w, op_xbytes, (size_t)g->nops * 6)))
 		st = AP_EFAIL;
+	for (int i = 0; i < g->nops && !st; i++) {
+		sim_op_xbytes(w, i, 0);
+		sim_op_xbytes(w, i, 1);
+	}
 	return st;
+}
+
+/* The bytes a step's transfers move are counted per step, not per
+ * transfer: integer sums, the same in any order. */
+void sim_op_xbytes(struct sim_work *w, int i, int bwd)
+{
+	int64_t *b = w->op_xbytes + (size_t)i * 6 + 3 * bwd;
+	const int *list = bwd ? w->xfb : w->xff;
+	int a = bwd ? w->xfb_ofs[i] : w->xff_ofs[i], e1 = bwd ? w->xfb_end[i] : w->xff_end[i];
+
+	b[0] = b[1] = b[2] = 0;
+	for (int e = a; e < e1; e++)
+		b[w->xf[list[e]].cls] += w->xf[list[e]].bytes;
 }
 
 /* --- the order of the schedule ------------------------------------------- */
@@ -570,6 +598,9 @@ int sim_layout(struct sim *s, const struct plan *pl)
 	if (st)
 		return st;
 	s->w->m = pl->microbatches;
+	/* only an asynchronous schedule's iteration reads a link's busy
+	 * time (sim.c), and the scheduler's transfers skip it otherwise */
+	s->w->busy_links = sched_async(pl->sched);
 	st = layout_stages(s, pl);
 	if (!st)
 		st = layout_stage_ops(s, pl);

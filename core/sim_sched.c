@@ -50,9 +50,10 @@ static void count(struct sim_work *w, enum sim_task_kind kind, int n)
 }
 
 /* Runs a task of duration dur on resources res[0..n) once `ready` (a
- * dependency's end and chain); returns its end and chain.  A collective
- * occupies many links, so the loops are kept bare. */
-static struct tend occupy(struct sim_work *w, const int *res, int n,
+ * dependency's end and chain), counting its busy time on them if `busy`;
+ * returns its end and chain.  A collective occupies many links, so the
+ * loops are kept bare. */
+static struct tend occupy(struct sim_work *w, const int *res, int n, int busy,
 			  struct tend ready, double dur, double *start)
 {
 	double t = ready.end, end, *res_free = w->res_free, *res_busy = w->res_busy;
@@ -61,10 +62,10 @@ static struct tend occupy(struct sim_work *w, const int *res, int n,
 	for (int k = 0; k < n; k++)
 		t = dmax(t, res_free[res[k]]);
 	end = t + dur;
-	for (int k = 0; k < n; k++) {
+	for (int k = 0; k < n; k++)
 		res_free[res[k]] = end;
+	for (int k = 0; k < n && busy; k++)
 		res_busy[res[k]] += dur;
-	}
 	e.end = end;
 	e.cp = ready.cp + dur;
 	w->max_cp = dmax(w->max_cp, e.cp);
@@ -113,13 +114,6 @@ static int reserve_times(struct sim_work *w)
 	w->t_scap = sc;
 	w->t_m = m;
 	return AP_OK;
-}
-
-/* The block of micro-batch j: forward (bwd 0) or backward times. */
-static struct tend *times(const struct sim_work *w, int bwd, int j)
-{
-	return (bwd ? w->tbwd : w->tfwd) + (size_t)j * ((size_t)w->t_xcap + w->t_scap) +
-	       w->t_xcap;
 }
 
 /* The compute tasks of one op's shards for micro-batch j: the hot loop of
@@ -177,21 +171,27 @@ compute(struct sim_work *w, int op, int j, int bwd, int rec, double dur, const i
 	return st;
 }
 
-/* The transfers list[a..b) of micro-batch j, after the compute tasks of
- * the same block t[]: forward (bwd 0) on their res once their producer
- * shard ends, or backward on their rres once their consumer's backward
- * ends; their ends into t[] too.  Second only to compute() in a run, so
- * the usual case, one or two resources and no recording, is inline: the
- * same arithmetic as occupy() in the same order. */
+/* The transfers of op's step for micro-batch j (its xff forward, bwd 0,
+ * or its xfb backward), after the compute tasks of the same block t[]:
+ * forward on their res once their producer shard ends, or backward on
+ * their rres once their consumer's backward ends; their ends into t[]
+ * too.  Second only to compute() in a run, so the usual case, one or two
+ * resources and no recording, is inline: the same arithmetic as occupy()
+ * in the same order, a link's busy time only when it is read, and the
+ * bytes moved the op's sums (op_xbytes). */
 static inline __attribute__((always_inline)) int
-sends(struct sim_work *w, const int *list, int a, int b, int bwd, int rec, struct tend *t,
-      int j)
+sends(struct sim_work *w, int op, int bwd, int rec, struct tend *t, int j)
 {
+	const int *list = bwd ? w->xfb : w->xff;
+	int a = bwd ? w->xfb_ofs[op] : w->xff_ofs[op], b = bwd ? w->xfb_end[op] : w->xff_end[op];
 	double *res_free = w->res_free, *res_busy = w->res_busy, max_cp = w->max_cp;
-	int64_t *link_bytes = w->link_bytes;
+	const int64_t *bytes = w->op_xbytes + (size_t)op * 6 + 3 * bwd;
 	const struct sim_xfer *xf = w->xf;
 	enum sim_task_kind kind = bwd ? TASK_SEND_GRAD : TASK_SEND_ACT;
-	int st = AP_OK;
+	int st = AP_OK, busy_links = w->busy_links;
+
+	for (int c = 0; c < 3; c++)
+		w->link_bytes[c] += bytes[c];
 
 	for (int e = a; e < b; e++) {
 		const struct sim_xfer *x = &xf[list[e]];
@@ -203,15 +203,16 @@ sends(struct sim_work *w, const int *list, int a, int b, int bwd, int rec, struc
 		if (res[1] >= 0)
 			start = dmax(start, res_free[res[1]]);
 		res_free[res[0]] = start + dur;
-		res_busy[res[0]] += dur;
-		if (res[1] >= 0) {
+		if (res[1] >= 0)
 			res_free[res[1]] = start + dur;
-			res_busy[res[1]] += dur;
+		if (busy_links) {
+			res_busy[res[0]] += dur;
+			if (res[1] >= 0)
+				res_busy[res[1]] += dur;
 		}
 		out->end = start + dur;
 		out->cp = ready.cp + dur;
 		max_cp = dmax(max_cp, ready.cp + dur);
-		link_bytes[x->cls] += x->bytes;
 		if (rec && !st) {
 			int pop = w->shard_op[x->prod];
 
@@ -230,7 +231,7 @@ sends(struct sim_work *w, const int *list, int a, int b, int bwd, int rec, struc
 static int allreduce(struct sim *s, int op)
 {
 	struct sim_work *w = s->w;
-	const struct tend *bt = times(w, 1, w->m - 1);
+	const struct tend *bt = sim_times(w, 1, w->m - 1);
 	int st = AP_OK;
 
 	for (int gi = w->op_grp_ofs[op]; gi < w->op_grp_end[op] && !st; gi++) {
@@ -246,7 +247,7 @@ static int allreduce(struct sim *s, int op)
 		for (int c = gr->coll_ofs; c < gr->coll_ofs + gr->ncoll && !st; c++) {
 			const struct sim_coll *x = &w->coll[c];
 
-			ready = occupy(w, w->coll_res + x->res_ofs, x->nres, ready,
+			ready = occupy(w, w->coll_res + x->res_ofs, x->nres, w->busy_links, ready,
 				       x->dur_s, &start);
 			w->link_bytes[x->cls] += x->bytes;
 			count(w, x->kind, 1);
@@ -270,7 +271,7 @@ static inline __attribute__((always_inline)) int
 step(struct sim *s, int op, int j, int bwd, int rec)
 {
 	struct sim_work *w = s->w;
-	struct tend *t = times(w, bwd, j);
+	struct tend *t = sim_times(w, bwd, j);
 	int st;
 
 	if (!bwd)
@@ -278,11 +279,11 @@ step(struct sim *s, int op, int j, int bwd, int rec)
 			     w->fsrc, t, NULL);
 	else
 		st = compute(w, op, j, 1, rec, w->cost[op].bwd_s, w->bsrc_ofs, w->bsrc_end,
-			     w->bsrc, t, times(w, 0, j));
+			     w->bsrc, t, sim_times(w, 0, j));
 	if (!st && !bwd)
-		st = sends(w, w->xff, w->xff_ofs[op], w->xff_end[op], 0, rec, t, j);
+		st = sends(w, op, 0, rec, t, j);
 	if (!st && bwd)
-		st = sends(w, w->xfb, w->xfb_ofs[op], w->xfb_end[op], 1, rec, t, j);
+		st = sends(w, op, 1, rec, t, j);
 	if (!st && bwd && j == w->m - 1)
 		st = allreduce(s, op);
 	return st;
@@ -311,7 +312,7 @@ static int updates(struct sim *s, int copies)
 			continue;
 		dur = (double)w->mem[d].weights * (3 + 2 * copies) /
 		      s->p->dev.mem_bw_bytes_per_s;
-		occupy(w, &d, 1, w->grad_ready[d], dur, &start);
+		occupy(w, &d, 1, 1, w->grad_ready[d], dur, &start);
 		count(w, TASK_UPDATE, 1);
 		if (w->record)
 			st = record(w, TASK_UPDATE, d, -1, d, -1, start, dur, 0);
@@ -343,11 +344,13 @@ static void reset(struct sim_work *w)
 int sim_schedule_from(struct sim *s, int opt_copies, int from)
 {
 	struct sim_work *w = s->w;
-	int st = AP_OK, step = 0;
+	int st = AP_OK, step = 0, op;
 
 	if (reserve_times(w))
 		return AP_EFAIL;
 	w->nrecorded = 0;
+	if (w->tlog_on)
+		sim_tlog_begin(w);
 	if (from > 0) {
 		sim_ckpt_restore(w, from);
 	} else {
@@ -363,9 +366,12 @@ int sim_schedule_from(struct sim *s, int opt_copies, int from)
 				continue;
 			if (w->ckpt_on && !x->bwd && step % SIM_CKPT_STEPS == 0)
 				st = sim_ckpt_save(w, step);
+			op = w->stage_ops[x->bwd ? b - 1 - k : a + k];
+			if (!st && w->tlog_on && step <= w->tlog_last)
+				st = sim_tlog_step(w, op, x->mb, x->bwd);
 			if (st)
 				break;
-			st = run_step(s, w->stage_ops[x->bwd ? b - 1 - k : a + k], x->mb, x->bwd);
+			st = run_step(s, op, x->mb, x->bwd);
 		}
 	}
 	if (!st)

@@ -22,7 +22,7 @@
  * proposal is simulated by delta re-simulation (sim_delta(), section 5.2)
  * from the state of the last one: a rejected proposal is undone in the
  * plan and in the simulator (sim_undo()), which restores its layout and
- * times the schedule again at the next delta.
+ * task times.
  *
  * Chains start from `dp`, `owt` and then random plans (section 6.2 uses
  * data parallelism, an expert strategy and random ones), `chains` of them

@@ -6,9 +6,10 @@
  * every one sim_delta() on a long-lived simulator must give exactly what
  * a full sim_run() on a fresh one gives: the same iteration time, memory
  * of every device, critical path, bubble, task counts, link bytes and
- * cost sources.  10,000 proposals over five models of the zoo on 16, 8
- * and 4 devices, among them changes of two operators at once, changes
- * that leave an operator as it was, and changes taken back by sim_undo().
+ * cost sources.  11,500 proposals over five models of the zoo on 16, 8
+ * and 4 devices, one stage or two, among them changes of two operators
+ * at once, changes that leave an operator as it was, and changes taken
+ * back by sim_undo(), one after another too as a search rejects them.
  */
 #include "testutil.h"
 
@@ -103,8 +104,9 @@ static void same_result(const struct sim_result *a, const struct sim_result *b, 
 				 (long long)b->mem[d].peak, (long long)b->mem[d].act);
 }
 
-/* n proposals on model `name` over cluster `spec`. */
-static void proposals(const char *name, const char *spec, int n)
+/* n proposals on model `name` over cluster `spec`, its ops in nstages
+ * stages of consecutive ops, a chain. */
+static void proposals(const char *name, const char *spec, int nstages, int n)
 {
 	struct graph g;
 	struct cluster c;
@@ -124,9 +126,17 @@ static void proposals(const char *name, const char *spec, int n)
 	    profile_load(profile_dir(dir, sizeof dir, c.profile), &p))
 		fail_msg("%s", ap_last_error());
 	ndev = cluster_ndevices(&c);
-	assert_int_equal(plan_alloc(&pl, &g, 1), AP_OK);
-	for (int i = 0; i < g.nops; i++)
+	assert_int_equal(plan_alloc(&pl, &g, nstages), AP_OK);
+	for (int k = 0; k + 1 < nstages; k++) {
+		int next = k + 1;
+
+		assert_int_equal(plan_set_devices(&pl.stages[k].next, &pl.stages[k].nnext,
+						  &next, 1), AP_OK);
+	}
+	for (int i = 0; i < g.nops; i++) {
+		pl.ops[i].stage = i * nstages / g.nops;
 		random_config(&g, i, ndev, &pl.ops[i]);
+	}
 	assert_int_equal(sim_init(&sd, &g, &p, &c), AP_OK);
 	assert_int_equal(sim_init(&sf, &g, &p, &c), AP_OK);
 	assert_int_equal(sim_run(&sd, &pl, NULL, &rd), AP_OK);
@@ -143,12 +153,15 @@ static void proposals(const char *name, const char *spec, int n)
 				sim_undo(&sd);
 				nops = 0;
 			}
+			last = -1;
 			if (u == 2) {
-				ops[0] = rand_below(g.nops);
+				/* a search's next proposal, which may be
+				 * rejected in turn */
+				ops[0] = last = rand_below(g.nops);
+				copy_op(&old, &pl.ops[last]);
 				random_config(&g, ops[0], ndev, &pl.ops[ops[0]]);
 				nops = 1;
 			}
-			last = -1;
 		} else {
 			ops[0] = rand_below(g.nops);
 			copy_op(&old, &pl.ops[ops[0]]);
@@ -179,29 +192,38 @@ static void proposals(const char *name, const char *spec, int n)
 static void test_alexnet(void **state)
 {
 	(void)state;
-	proposals("alexnet", "flexflow-p100", 2500);
-	proposals("alexnet", "2x4:v100", 500);
+	proposals("alexnet", "flexflow-p100", 1, 2500);
+	proposals("alexnet", "2x4:v100", 1, 500);
 }
 
 static void test_resnet50(void **state)
 {
 	(void)state;
-	proposals("resnet50", "flexflow-p100", 1200);
+	proposals("resnet50", "flexflow-p100", 1, 1200);
 }
 
 static void test_gnmt(void **state)
 {
 	(void)state;
-	proposals("gnmt", "4x4:v100", 1300);
-	proposals("gnmt", "1x4:v100", 500);
+	proposals("gnmt", "4x4:v100", 1, 1300);
+	proposals("gnmt", "1x4:v100", 1, 500);
 }
 
 static void test_small(void **state)
 {
 	(void)state;
-	proposals("transformer_tiny", "flexflow-p100", 1500);
-	proposals("branchy_small", "2x4:v100", 1500);
-	proposals("branchy_small", "1x4:v100", 1000);
+	proposals("transformer_tiny", "flexflow-p100", 1, 1500);
+	proposals("branchy_small", "2x4:v100", 1, 1500);
+	proposals("branchy_small", "1x4:v100", 1, 1000);
+}
+
+/* Stages: the schedule's steps run stage by stage, the delta's first
+ * step and its checkpoints are among them. */
+static void test_stages(void **state)
+{
+	(void)state;
+	proposals("transformer_tiny", "2x4:v100", 2, 800);
+	proposals("branchy_small", "1x4:v100", 3, 700);
 }
 
 /* Plans the delta does not continue (several micro-batches) are
@@ -252,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_resnet50),
 		cmocka_unit_test(test_gnmt),
 		cmocka_unit_test(test_small),
+		cmocka_unit_test(test_stages),
 		cmocka_unit_test(test_fallback),
 	};
 
