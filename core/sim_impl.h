@@ -189,8 +189,8 @@ struct sim_work {
 	double max_cp;
 	int64_t link_bytes[3];
 
-	/* Checkpoints of the schedule and what sim_delta() needs of the
-	 * last run (sim_delta.c). */
+	/* Checkpoints of the schedule (sim_ckpt.c) and what sim_delta()
+	 * needs of the last run (sim_delta.c). */
 	int ckpt_on, nckpt;
 	ARRAY(double, ckpt_d);           /* [nckpt][2][ckpt_nd] */
 	ARRAY(int64_t, ckpt_i);          /* [nckpt][2][ckpt_ni] */
