@@ -65,6 +65,7 @@ static int add_coll(struct sim_work *w, enum sim_task_kind kind, double dur_s,
 	x->cls = cls;
 	x->res_ofs = w->ncoll_res;
 	x->nres = 0;
+	x->waits = x->frees = 1;
 	return AP_OK;
 }
 
@@ -176,6 +177,7 @@ static int plan_allreduce(struct sim *s, const int *dev, int r, int64_t bytes)
 		st = intra_phase(s, TASK_REDUCE_SCATTER, dev, r, qmax, bytes, intra_bytes);
 		if (st)
 			return st;
+		w->coll[w->ncoll - 1].frees = 0; /* the all-gather does (sim_coll) */
 	}
 	st = add_coll(w, qmax > 1 ? TASK_ALLREDUCE_INTER : TASK_ALLREDUCE,
 		      ring_s(&c->inter, nodes, b), 2 * (int64_t)(nodes - 1) * bytes,
@@ -188,6 +190,8 @@ static int plan_allreduce(struct sim *s, const int *dev, int r, int64_t bytes)
 		}
 	if (!st && qmax > 1)
 		st = intra_phase(s, TASK_ALL_GATHER, dev, r, qmax, bytes, intra_bytes);
+	if (!st && qmax > 1)
+		w->coll[w->ncoll - 1].waits = 0;
 	return st;
 }
 

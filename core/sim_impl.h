@@ -73,10 +73,15 @@ struct sim_span {
 };
 
 /* One task of a gradient all-reduce; a group has one (a flat ring) or
- * three (reduce-scatter, inter-node ring, all-gather) of them. */
+ * three (reduce-scatter, inter-node ring, all-gather) of them, run back
+ * to back.  The all-gather runs on the reduce-scatter's links once the
+ * ring between them ends: the reduce-scatter need not mark them busy
+ * until its end (the all-gather does, later), and the all-gather need
+ * not wait for them. */
 struct sim_coll {
 	enum sim_task_kind kind;
 	int res_ofs, nres;  /* resources in coll_res */
+	int waits, frees;   /* whether it waits for them; sets their free time */
 	double dur_s;
 	int64_t bytes;      /* summed over the links it uses */
 	enum link_class cls;

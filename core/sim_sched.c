@@ -50,19 +50,20 @@ static void count(struct sim_work *w, enum sim_task_kind kind, int n)
 }
 
 /* Runs a task of duration dur on resources res[0..n) once `ready` (a
- * dependency's end and chain), counting its busy time on them if `busy`;
- * returns its end and chain.  A collective occupies many links, so the
- * loops are kept bare. */
-static struct tend occupy(struct sim_work *w, const int *res, int n, int busy,
-			  struct tend ready, double dur, double *start)
+ * dependency's end and chain) and, if it `waits`, they are free; if it
+ * `frees`, it sets their free time to its end.  Counts its busy time on
+ * them if `busy`; returns its end and chain.  A collective occupies many
+ * links, so the loops are kept bare. */
+static struct tend occupy(struct sim_work *w, const int *res, int n, int waits, int frees,
+			  int busy, struct tend ready, double dur, double *start)
 {
 	double t = ready.end, end, *res_free = w->res_free, *res_busy = w->res_busy;
 	struct tend e;
 
-	for (int k = 0; k < n; k++)
+	for (int k = 0; k < n && waits; k++)
 		t = dmax(t, res_free[res[k]]);
 	end = t + dur;
-	for (int k = 0; k < n; k++)
+	for (int k = 0; k < n && frees; k++)
 		res_free[res[k]] = end;
 	for (int k = 0; k < n && busy; k++)
 		res_busy[res[k]] += dur;
@@ -247,8 +248,8 @@ static int allreduce(struct sim *s, int op)
 		for (int c = gr->coll_ofs; c < gr->coll_ofs + gr->ncoll && !st; c++) {
 			const struct sim_coll *x = &w->coll[c];
 
-			ready = occupy(w, w->coll_res + x->res_ofs, x->nres, w->busy_links, ready,
-				       x->dur_s, &start);
+			ready = occupy(w, w->coll_res + x->res_ofs, x->nres, x->waits, x->frees,
+				       w->busy_links, ready, x->dur_s, &start);
 			w->link_bytes[x->cls] += x->bytes;
 			count(w, x->kind, 1);
 			if (w->record)
@@ -312,7 +313,7 @@ static int updates(struct sim *s, int copies)
 			continue;
 		dur = (double)w->mem[d].weights * (3 + 2 * copies) /
 		      s->p->dev.mem_bw_bytes_per_s;
-		occupy(w, &d, 1, 1, w->grad_ready[d], dur, &start);
+		occupy(w, &d, 1, 1, 1, 1, w->grad_ready[d], dur, &start);
 		count(w, TASK_UPDATE, 1);
 		if (w->record)
 			st = record(w, TASK_UPDATE, d, -1, d, -1, start, dur, 0);

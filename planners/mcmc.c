@@ -37,9 +37,11 @@
  * explored, and left, in a few thousand proposals; a large one is given
  * at least ten thousand before the search may call it converged.
  *
- * Statistics: proposals, proposals_per_s, acceptance, planner_est_ms (the
- * best simulated iteration ms), and the plan's search curve (best ms over
- * time).
+ * Statistics: proposals, proposals_per_s (over the whole search, setup
+ * and starting plans included), proposal_us (mean microseconds per
+ * proposal inside the chains: propose, simulate, accept or undo),
+ * acceptance, planner_est_ms (the best simulated iteration ms), and the
+ * plan's search curve (best ms over time).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -69,7 +71,7 @@ struct mcmc {
 	struct plan cur, best;
 	double cur_s, best_s;    /* iteration times; INFINITY: does not fit */
 	int64_t proposals, accepted;
-	double t0;
+	double t0, prop_s;       /* search start; seconds inside the chains' loops */
 	int *devs, *old_devs;
 };
 
@@ -222,6 +224,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 	const struct graph *g = mc->in->g;
 	struct sim_result r;
 	int64_t n = 0, last_better = 0;
+	double t_loop;
 	int st;
 
 	st = copy_configs(&mc->cur, start);
@@ -234,6 +237,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 		mc->unit_s = r.iter_s / 100;
 	if (mc->cur_s < mc->best_s && (st = improve(mc)))
 		return st;
+	t_loop = now_s();
 	for (;; n++) {
 		int i = rand_below(mc, g->nops), old_n;
 		double new_s;
@@ -284,6 +288,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 				return st;
 		}
 	}
+	mc->prop_s += now_s() - t_loop;
 	return AP_OK;
 }
 
@@ -370,6 +375,9 @@ static int plan_mcmc(const struct planner_input *in, struct plan *out)
 	if (!st)
 		st = plan_set_stat(out, "proposals_per_s",
 				   mc.proposals / fmax(now_s() - mc.t0, 1e-9));
+	if (!st)
+		st = plan_set_stat(out, "proposal_us",
+				   mc.proposals ? 1e6 * mc.prop_s / mc.proposals : 0);
 	if (!st)
 		st = plan_set_stat(out, "acceptance",
 				   mc.proposals ? (double)mc.accepted / mc.proposals : 0);
