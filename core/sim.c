@@ -50,6 +50,7 @@
  */
 #include "sim.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,7 +270,7 @@ static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 	deg[DIM_N] *= pl->microbatches;
 	if (memcmp(deg, c->degree, sizeof deg) == 0)
 		return AP_OK;
-	for (int k = 0; k < SIM_COST_WAYS; k++)
+	for (int k = 0; k < w->cost_next[i] && k < SIM_COST_WAYS; k++)
 		if (memcmp(deg, seen[k].degree, sizeof deg) == 0) {
 			*c = seen[k];
 			return AP_OK;
@@ -282,8 +283,7 @@ static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 	c->bwd_s = oc.bwd_us * 1e-6;
 	c->workspace_bytes = oc.workspace_bytes;
 	c->source = oc.source;
-	seen[w->cost_next[i]] = *c;
-	w->cost_next[i] = (w->cost_next[i] + 1) % SIM_COST_WAYS;
+	seen[w->cost_next[i]++ % SIM_COST_WAYS] = *c;
 	return AP_OK;
 }
 
@@ -402,6 +402,8 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 	r->bubble = r->iter_s > 0 && r->ndev_used > 0
 			    ? 1 - r->compute_busy_s / (r->ndev_used * r->iter_s)
 			    : 0;
+	if (w->lean)
+		r->critical_path_s = r->bubble = r->compute_busy_s = r->busiest_compute_s = NAN;
 	r->mem = w->mem;
 	r->mem_bytes = s->c->mem_bytes > 0 ? s->c->mem_bytes : s->p->dev.mem_bytes;
 }
@@ -481,6 +483,7 @@ int sim_run(struct sim *s, const struct plan *pl, const struct sim_opts *opts,
 		return ap_err(AP_EINPUT, NULL, 0, "simulator: unknown optimizer %d",
 			      (int)opts->optimizer);
 	w->record = opts->record;
+	w->lean = opts->lean && !opts->record && !sched_async(pl->sched);
 	w->opt = opts->optimizer;
 	w->ntasks = w->nrecorded = 0;
 	st = sim_layout(s, pl);

@@ -40,6 +40,13 @@ int sim_optimizer_parse(const char *s, enum sim_optimizer *out);
 struct sim_opts {
 	enum sim_optimizer optimizer;
 	int record; /* keep the task list of the run for sim_trace_write() */
+	/* What a search reads and no more: the iteration time, memory,
+	 * link bytes and task counts, without the critical path and the
+	 * devices' busy time (critical_path_s, bubble, compute_busy_s and
+	 * busiest_compute_s are then NAN).  Ignored when recording, and
+	 * under 1f1b-async and async-predict, whose iteration time is a
+	 * busy time.  sim_delta() runs as the last sim_run() did. */
+	int lean;
 };
 
 enum sim_task_kind {

@@ -526,7 +526,7 @@ static int delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 {
 	const struct graph *g = s->g;
 	struct sim_work *w = s->w;
-	struct sim_opts opts = { .optimizer = w->opt };
+	struct sim_opts opts = { .optimizer = w->opt, .lean = w->lean };
 	int naff = 0, nk = 0, st = AP_OK, from;
 
 	if (!applicable(s, pl, ops, n))

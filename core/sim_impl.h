@@ -39,9 +39,9 @@ struct sim_cost {
 
 /* Costs of earlier configurations kept per op: a search comes back to
  * the same ones (a rejected proposal's op goes back at once, and a
- * search draws from a few dozen per op on 16 devices), and a lookup
- * formats the op's signature and hashes it. */
-#define SIM_COST_WAYS 32
+ * search draws from up to 70 degree vectors per op on 16 devices), and
+ * a lookup formats the op's signature and hashes it. */
+#define SIM_COST_WAYS 128
 
 /* A transfer: per micro-batch, forward a copy of a region of a producer
  * shard's output from src to dst, backward its gradient from dst to src.
@@ -126,7 +126,8 @@ struct sim_work {
 	int *cons_ofs, *cons;
 	struct sim_cost *cost;
 	struct sim_cost *cost_seen;      /* [nops][SIM_COST_WAYS]: earlier */
-	int *cost_next;                  /* lookups, replaced in turn */
+	int *cost_next;                  /* lookups kept so far (the oldest
+					  * is replaced) */
 	int ndev, nres, res_intra, res_nic;
 
 	/* Fixed by one plan (sim_layout.c). */
@@ -190,7 +191,7 @@ struct sim_work {
 	ARRAY(struct sim_task, tasks);
 	int64_t ntasks, nrecorded;
 	int ntask_kinds[NTASK_KINDS];
-	int record;
+	int record, lean;                /* sim_opts */
 	double max_cp;
 	int64_t link_bytes[3];
 

@@ -60,13 +60,16 @@ static struct tend occupy(struct sim_work *w, const int *res, int n, int waits, 
 	double t = ready.end, end, *res_free = w->res_free, *res_busy = w->res_busy;
 	struct tend e;
 
-	for (int k = 0; k < n && waits; k++)
-		t = dmax(t, res_free[res[k]]);
+	if (waits)
+		for (int k = 0; k < n; k++)
+			t = dmax(t, res_free[res[k]]);
 	end = t + dur;
-	for (int k = 0; k < n && frees; k++)
-		res_free[res[k]] = end;
-	for (int k = 0; k < n && busy; k++)
-		res_busy[res[k]] += dur;
+	if (frees)
+		for (int k = 0; k < n; k++)
+			res_free[res[k]] = end;
+	if (busy)
+		for (int k = 0; k < n; k++)
+			res_busy[res[k]] += dur;
 	e.end = end;
 	e.cp = ready.cp + dur;
 	w->max_cp = dmax(w->max_cp, e.cp);
@@ -119,15 +122,17 @@ static int reserve_times(struct sim_work *w)
 
 /* The compute tasks of one op's shards for micro-batch j: the hot loop of
  * the simulator, one pass over the shards with everything inline, and
- * inlined into step() so that the direction and whether the run records
- * are constants (a recording call in the loop would spill its registers).
+ * inlined into step() so that the direction, whether the run records and
+ * whether it is lean (no critical path, no busy time: sim_opts) are
+ * constants (a recording call in the loop would spill its registers).
  * src[] lists each shard's sources (CSR at ofs, end), indices into the
  * direction's block own[].  A backward also waits for the shard's own
  * forward, in fwd[]; a forward keeps its activations on the device, a
  * backward frees them. */
 static inline __attribute__((always_inline)) int
-compute(struct sim_work *w, int op, int j, int bwd, int rec, double dur, const int *ofs,
-	const int *end, const int *src, struct tend *own, const struct tend *fwd)
+compute(struct sim_work *w, int op, int j, int bwd, int rec, int lean, double dur,
+	const int *ofs, const int *end, const int *src, struct tend *own,
+	const struct tend *fwd)
 {
 	/* the arrays in locals: the stores below could alias w's fields */
 	double *res_free = w->res_free, *res_busy = w->res_busy;
@@ -147,14 +152,17 @@ compute(struct sim_work *w, int op, int j, int bwd, int rec, double dur, const i
 			const struct tend *x = &own[src[e]];
 
 			ready = dmax(ready, x->end);
-			cp = dmax(cp, x->cp);
+			if (!lean)
+				cp = dmax(cp, x->cp);
 		}
 		t = dmax(res_free[dev], ready);
 		res_free[dev] = t + dur;
-		res_busy[dev] += dur;
 		own[gs].end = t + dur;
-		own[gs].cp = cp + dur;
-		max_cp = dmax(max_cp, cp + dur);
+		if (!lean) {
+			res_busy[dev] += dur;
+			own[gs].cp = cp + dur;
+			max_cp = dmax(max_cp, cp + dur);
+		}
 		/* a backward frees: only a forward can raise the peak */
 		if (!bwd) {
 			int64_t act = act_cur[dev] += act_bytes[gs];
@@ -181,7 +189,7 @@ compute(struct sim_work *w, int op, int j, int bwd, int rec, double dur, const i
  * in the same order, a link's busy time only when it is read, and the
  * bytes moved the op's sums (op_xbytes). */
 static inline __attribute__((always_inline)) int
-sends(struct sim_work *w, int op, int bwd, int rec, struct tend *t, int j)
+sends(struct sim_work *w, int op, int bwd, int rec, int lean, struct tend *t, int j)
 {
 	const int *list = bwd ? w->xfb : w->xff;
 	int a = bwd ? w->xfb_ofs[op] : w->xff_ofs[op], b = bwd ? w->xfb_end[op] : w->xff_end[op];
@@ -212,8 +220,10 @@ sends(struct sim_work *w, int op, int bwd, int rec, struct tend *t, int j)
 				res_busy[res[1]] += dur;
 		}
 		out->end = start + dur;
-		out->cp = ready.cp + dur;
-		max_cp = dmax(max_cp, ready.cp + dur);
+		if (!lean) {
+			out->cp = ready.cp + dur;
+			max_cp = dmax(max_cp, ready.cp + dur);
+		}
 		if (rec && !st) {
 			int pop = w->shard_op[x->prod];
 
@@ -241,10 +251,11 @@ static int allreduce(struct sim *s, int op)
 		struct tend ready = { 0, 0 };
 		double start;
 
-		for (int k = 0; k < gr->nmem; k++) {
+		for (int k = 0; k < gr->nmem; k++)
 			ready.end = dmax(ready.end, bt[mem[k]].end);
-			ready.cp = dmax(ready.cp, bt[mem[k]].cp);
-		}
+		if (!w->lean)
+			for (int k = 0; k < gr->nmem; k++)
+				ready.cp = dmax(ready.cp, bt[mem[k]].cp);
 		for (int c = gr->coll_ofs; c < gr->coll_ofs + gr->ncoll && !st; c++) {
 			const struct sim_coll *x = &w->coll[c];
 
@@ -260,7 +271,8 @@ static int allreduce(struct sim *s, int op)
 			struct tend *gready = &w->grad_ready[w->shard_dev[mem[k]]];
 
 			gready->end = dmax(gready->end, ready.end);
-			gready->cp = dmax(gready->cp, ready.cp);
+			if (!w->lean)
+				gready->cp = dmax(gready->cp, ready.cp);
 		}
 	}
 	return st;
@@ -269,33 +281,35 @@ static int allreduce(struct sim *s, int op)
 /* One step: op's forward (bwd 0) or backward for micro-batch j, its
  * transfers, and after the last micro-batch's backward its all-reduces. */
 static inline __attribute__((always_inline)) int
-step(struct sim *s, int op, int j, int bwd, int rec)
+step(struct sim *s, int op, int j, int bwd, int rec, int lean)
 {
 	struct sim_work *w = s->w;
 	struct tend *t = sim_times(w, bwd, j);
 	int st;
 
 	if (!bwd)
-		st = compute(w, op, j, 0, rec, w->cost[op].fwd_s, w->fsrc_ofs, w->fsrc_end,
-			     w->fsrc, t, NULL);
+		st = compute(w, op, j, 0, rec, lean, w->cost[op].fwd_s, w->fsrc_ofs,
+			     w->fsrc_end, w->fsrc, t, NULL);
 	else
-		st = compute(w, op, j, 1, rec, w->cost[op].bwd_s, w->bsrc_ofs, w->bsrc_end,
-			     w->bsrc, t, sim_times(w, 0, j));
+		st = compute(w, op, j, 1, rec, lean, w->cost[op].bwd_s, w->bsrc_ofs,
+			     w->bsrc_end, w->bsrc, t, sim_times(w, 0, j));
 	if (!st && !bwd)
-		st = sends(w, op, 0, rec, t, j);
+		st = sends(w, op, 0, rec, lean, t, j);
 	if (!st && bwd)
-		st = sends(w, op, 1, rec, t, j);
+		st = sends(w, op, 1, rec, lean, t, j);
 	if (!st && bwd && j == w->m - 1)
 		st = allreduce(s, op);
 	return st;
 }
 
-/* step() in its four variants. */
+/* step() in its six variants (a recording run is not lean). */
 static int run_step(struct sim *s, int op, int j, int bwd)
 {
 	if (s->w->record)
-		return bwd ? step(s, op, j, 1, 1) : step(s, op, j, 0, 1);
-	return bwd ? step(s, op, j, 1, 0) : step(s, op, j, 0, 0);
+		return bwd ? step(s, op, j, 1, 1, 0) : step(s, op, j, 0, 1, 0);
+	if (s->w->lean)
+		return bwd ? step(s, op, j, 1, 0, 1) : step(s, op, j, 0, 0, 1);
+	return bwd ? step(s, op, j, 1, 0, 0) : step(s, op, j, 0, 0, 0);
 }
 
 /* The optimizer step reads weights, gradients and its state and writes

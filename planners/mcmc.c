@@ -221,6 +221,7 @@ static int improve(struct mcmc *mc)
  * deadline. */
 static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 {
+	static const struct sim_opts lean = { .optimizer = SIM_SGD, .lean = 1 };
 	const struct graph *g = mc->in->g;
 	struct sim_result r;
 	int64_t n = 0, last_better = 0;
@@ -229,7 +230,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 
 	st = copy_configs(&mc->cur, start);
 	if (!st)
-		st = sim_run(&mc->s, &mc->cur, NULL, &r);
+		st = sim_run(&mc->s, &mc->cur, &lean, &r);
 	if (st)
 		return st;
 	mc->cur_s = iter_or_inf(&r);
@@ -256,7 +257,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 			memcpy(old_deg, mc->cur.ops[i].degree, sizeof old_deg);
 			st = random_config(mc, &mc->cur, i);
 			if (!st)
-				st = mc->full ? sim_run(&mc->s, &mc->cur, NULL, &r)
+				st = mc->full ? sim_run(&mc->s, &mc->cur, &lean, &r)
 					      : sim_delta(&mc->s, &mc->cur, &i, 1, &r);
 			if (st)
 				return st;

@@ -10,8 +10,13 @@
  * and 4 devices, one stage or two, among them changes of two operators
  * at once, changes that leave an operator as it was, and changes taken
  * back by sim_undo(), one after another too as a search rejects them.
+ * Some runs are lean, as a search's are (sim_opts): those must give a
+ * full non-lean run's iteration time, memory, task counts and link bytes,
+ * and leave out only the critical path and the busy times.
  */
 #include "testutil.h"
+
+#include <math.h>
 
 #include "cluster.h"
 #include "datadir.h"
@@ -76,45 +81,61 @@ static void copy_op(struct plan_op *dst, const struct plan_op *src)
 			 AP_OK);
 }
 
-static void same_result(const struct sim_result *a, const struct sim_result *b, int step)
+/* Equal, or both not computed (a lean run's NAN). */
+static int differ(double a, double b)
+{
+	return a != b && !(isnan(a) && isnan(b));
+}
+
+/* What a lean run computes too. */
+static void same_lean(const struct sim_result *a, const struct sim_result *b, int step)
 {
 	if (a->iter_s != b->iter_s || a->makespan_s != b->makespan_s ||
-	    a->critical_path_s != b->critical_path_s || a->ntasks != b->ntasks ||
-	    a->compute_busy_s != b->compute_busy_s ||
-	    a->peak_mem_bytes != b->peak_mem_bytes || a->ndev_used != b->ndev_used)
-		fail_msg("proposal %d: delta iter %.17g makespan %.17g cp %.17g tasks %lld "
-			 "peak %lld, full %.17g %.17g %.17g %lld %lld", step, a->iter_s,
-			 a->makespan_s, a->critical_path_s, (long long)a->ntasks,
-			 (long long)a->peak_mem_bytes, b->iter_s, b->makespan_s,
-			 b->critical_path_s, (long long)b->ntasks, (long long)b->peak_mem_bytes);
+	    a->ntasks != b->ntasks || a->peak_mem_bytes != b->peak_mem_bytes ||
+	    a->ndev_used != b->ndev_used || a->samples_per_s != b->samples_per_s ||
+	    a->peak_dev != b->peak_dev)
+		fail_msg("proposal %d: iter %.17g makespan %.17g tasks %lld peak %lld, "
+			 "against %.17g %.17g %lld %lld", step, a->iter_s, a->makespan_s,
+			 (long long)a->ntasks, (long long)a->peak_mem_bytes, b->iter_s,
+			 b->makespan_s, (long long)b->ntasks, (long long)b->peak_mem_bytes);
 	for (int k = 0; k < 3; k++)
 		assert_int_equal(a->link_bytes[k], b->link_bytes[k]);
 	for (int k = 0; k < NTASK_KINDS; k++)
 		assert_int_equal(a->ntask_kinds[k], b->ntask_kinds[k]);
 	for (int k = 0; k < NCOST_SOURCES; k++)
 		assert_int_equal(a->costs.n[k], b->costs.n[k]);
-	if (a->bubble != b->bubble || a->busiest_compute_s != b->busiest_compute_s ||
-	    a->samples_per_s != b->samples_per_s || a->peak_dev != b->peak_dev)
-		fail_msg("proposal %d: delta bubble %.17g busiest %.17g, full %.17g %.17g", step,
-			 a->bubble, a->busiest_compute_s, b->bubble, b->busiest_compute_s);
 	for (int d = 0; d < a->ndev; d++)
 		if (a->mem[d].peak != b->mem[d].peak || a->mem[d].act != b->mem[d].act)
-			fail_msg("proposal %d: device %d peak %lld act %lld, full %lld %lld", step,
-				 d, (long long)a->mem[d].peak, (long long)a->mem[d].act,
+			fail_msg("proposal %d: device %d peak %lld act %lld, against %lld %lld",
+				 step, d, (long long)a->mem[d].peak, (long long)a->mem[d].act,
 				 (long long)b->mem[d].peak, (long long)b->mem[d].act);
 }
 
-/* n proposals on model `name` over cluster `spec`, its ops in nstages
- * stages of consecutive ops, a chain. */
-static void proposals(const char *name, const char *spec, int nstages, int n)
+static void same_result(const struct sim_result *a, const struct sim_result *b, int step)
 {
+	same_lean(a, b, step);
+	if (differ(a->critical_path_s, b->critical_path_s) ||
+	    differ(a->compute_busy_s, b->compute_busy_s) || differ(a->bubble, b->bubble) ||
+	    differ(a->busiest_compute_s, b->busiest_compute_s))
+		fail_msg("proposal %d: delta cp %.17g busy %.17g bubble %.17g busiest %.17g, "
+			 "full %.17g %.17g %.17g %.17g", step, a->critical_path_s,
+			 a->compute_busy_s, a->bubble, a->busiest_compute_s, b->critical_path_s,
+			 b->compute_busy_s, b->bubble, b->busiest_compute_s);
+}
+
+/* n proposals on model `name` over cluster `spec`, its ops in nstages
+ * stages of consecutive ops, a chain; lean runs if `lean`, every eighth
+ * of them compared with a full run that is not. */
+static void proposals(const char *name, const char *spec, int nstages, int n, int lean)
+{
+	const struct sim_opts o = { .optimizer = SIM_SGD, .lean = lean };
 	struct graph g;
 	struct cluster c;
 	struct profile p;
 	struct plan pl;
 	struct plan_op old;
-	struct sim sd, sf;
-	struct sim_result rd, rf;
+	struct sim sd, sf, sn;
+	struct sim_result rd, rf, rn;
 	char csv[4096], dir[4096];
 	int ndev, last = -1;
 
@@ -139,7 +160,8 @@ static void proposals(const char *name, const char *spec, int nstages, int n)
 	}
 	assert_int_equal(sim_init(&sd, &g, &p, &c), AP_OK);
 	assert_int_equal(sim_init(&sf, &g, &p, &c), AP_OK);
-	assert_int_equal(sim_run(&sd, &pl, NULL, &rd), AP_OK);
+	assert_int_equal(sim_init(&sn, &g, &p, &c), AP_OK);
+	assert_int_equal(sim_run(&sd, &pl, &o, &rd), AP_OK);
 	for (int step = 0; step < n; step++) {
 		int ops[2], nops = 1, u = rand_below(10);
 
@@ -177,12 +199,19 @@ static void proposals(const char *name, const char *spec, int nstages, int n)
 			}
 		}
 		if (sim_delta(&sd, &pl, ops, nops, &rd) != AP_OK ||
-		    sim_run(&sf, &pl, NULL, &rf) != AP_OK)
+		    sim_run(&sf, &pl, &o, &rf) != AP_OK)
 			fail_msg("%s on %s, proposal %d: %s", name, spec, step, ap_last_error());
 		same_result(&rd, &rf, step);
+		assert_true(isnan(rd.critical_path_s) == lean && isnan(rd.bubble) == lean);
+		if (lean && step % 8 == 0) {
+			assert_int_equal(sim_run(&sn, &pl, NULL, &rn), AP_OK);
+			same_lean(&rd, &rn, step);
+			assert_false(isnan(rn.critical_path_s) || isnan(rn.bubble));
+		}
 	}
 	sim_release(&sd);
 	sim_release(&sf);
+	sim_release(&sn);
 	free(old.devices);
 	plan_release(&pl);
 	profile_release(&p);
@@ -192,29 +221,29 @@ static void proposals(const char *name, const char *spec, int nstages, int n)
 static void test_alexnet(void **state)
 {
 	(void)state;
-	proposals("alexnet", "flexflow-p100", 1, 2500);
-	proposals("alexnet", "2x4:v100", 1, 500);
+	proposals("alexnet", "flexflow-p100", 1, 2500, 1);
+	proposals("alexnet", "2x4:v100", 1, 500, 0);
 }
 
 static void test_resnet50(void **state)
 {
 	(void)state;
-	proposals("resnet50", "flexflow-p100", 1, 1200);
+	proposals("resnet50", "flexflow-p100", 1, 1200, 1);
 }
 
 static void test_gnmt(void **state)
 {
 	(void)state;
-	proposals("gnmt", "4x4:v100", 1, 1300);
-	proposals("gnmt", "1x4:v100", 1, 500);
+	proposals("gnmt", "4x4:v100", 1, 1300, 1);
+	proposals("gnmt", "1x4:v100", 1, 500, 0);
 }
 
 static void test_small(void **state)
 {
 	(void)state;
-	proposals("transformer_tiny", "flexflow-p100", 1, 1500);
-	proposals("branchy_small", "2x4:v100", 1, 1500);
-	proposals("branchy_small", "1x4:v100", 1, 1000);
+	proposals("transformer_tiny", "flexflow-p100", 1, 1500, 0);
+	proposals("branchy_small", "2x4:v100", 1, 1500, 1);
+	proposals("branchy_small", "1x4:v100", 1, 1000, 0);
 }
 
 /* Stages: the schedule's steps run stage by stage, the delta's first
@@ -222,8 +251,8 @@ static void test_small(void **state)
 static void test_stages(void **state)
 {
 	(void)state;
-	proposals("transformer_tiny", "2x4:v100", 2, 800);
-	proposals("branchy_small", "1x4:v100", 3, 700);
+	proposals("transformer_tiny", "2x4:v100", 2, 800, 1);
+	proposals("branchy_small", "1x4:v100", 3, 700, 0);
 }
 
 /* Plans the delta does not continue (several micro-batches) are
