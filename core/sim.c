@@ -216,6 +216,7 @@ void sim_release(struct sim *s)
 		free(w->bsrc_ofs);
 		free(w->bsrc);
 		free(w->xf);
+		free(w->xs);
 		free(w->xff_ofs);
 		free(w->xff);
 		free(w->xfb_ofs);

@@ -89,7 +89,7 @@ static int room(int **vals, size_t *cap, int used, int n)
 /* The op that produces a source entry of a compute task. */
 static int src_op(const struct sim_work *w, int e)
 {
-	return w->shard_op[e >= 0 ? e : w->xf[SRC_XFER(e)].prod];
+	return w->shard_op[e >= 0 ? e : w->xs[SRC_XFER(e)].prod];
 }
 
 /* A shard's output region in bytes: what it keeps before its inputs. */
@@ -208,7 +208,7 @@ static void reset_act(struct sim *s, int naff)
 				const struct sim_xfer *x = &w->xf[w->xff[e]];
 
 				if (x->emit_op == c)
-					w->act_bytes[x->cons] += x->bytes;
+					w->act_bytes[w->xs[w->xff[e]].cons] += x->bytes;
 			}
 		}
 	}

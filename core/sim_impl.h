@@ -47,15 +47,18 @@ struct sim_cost {
  * shard's output from src to dst, backward its gradient from dst to src.
  * Consumers on dst of the same stage that need the same region share it,
  * as a runtime sends a tensor once and sums the gradients before sending
- * them back. */
-struct sim_xfer {
-	/* what the scheduler reads, first: one cache line */
+ * them back.  What the schedule reads of transfer x is xs[x], two to a
+ * cache line; the rest, for layout, is xf[x]. */
+struct sim_xsched {
+	double dur_s;      /* latency + bytes / bandwidth */
 	int prod;          /* global shard index of the producer */
 	int cons;          /* the consumer shard that asked first: on dst,
 			    * its backward is the last of the sharers' */
 	int res[2], rres[2]; /* forward and backward resources, -1 unused */
+};
+
+struct sim_xfer {
 	enum link_class cls;
-	double dur_s;      /* latency + bytes / bandwidth */
 	int64_t bytes;
 	int src, dst;      /* devices, forward direction */
 	int emit_op;       /* first consumer op: its backward sends the gradient */
@@ -157,6 +160,7 @@ struct sim_work {
 	ARRAY(int, bsrc);
 	int nxf;
 	ARRAY(struct sim_xfer, xf);
+	ARRAY(struct sim_xsched, xs);    /* [nxf] */
 	ARRAY(int, xff_ofs);             /* per op: sent after its forward */
 	ARRAY(int, xff_end);
 	ARRAY(int, xff);

@@ -327,6 +327,7 @@ static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 	int dst = w->shard_dev[gc];
 	int hk = (gp - w->shard_base[w->shard_op[gp]]) * w->ndev + dst;
 	struct sim_xfer *x;
+	struct sim_xsched *xs;
 	const struct link *ln;
 
 	for (int t = w->xhead[hk]; t >= 0; t = w->xf[t].next_same) {
@@ -337,22 +338,23 @@ static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 			return AP_OK;
 		}
 	}
-	if (RESERVE(w, xf, w->nxf + 1))
+	if (RESERVE(w, xf, w->nxf + 1) || RESERVE(w, xs, w->nxf + 1))
 		return AP_EFAIL;
 	x = &w->xf[w->nxf];
+	xs = &w->xs[w->nxf];
 	x->src = w->shard_dev[gp];
 	x->dst = dst;
-	x->prod = gp;
-	x->cons = gc;
+	xs->prod = gp;
+	xs->cons = gc;
 	x->emit_op = c;
 	x->stage = stage;
 	x->no_grad = no_grad;
 	x->bytes = bytes;
 	x->cls = cluster_link_class(s->c, x->src, dst);
 	ln = cluster_link(s->c, x->src, dst);
-	x->dur_s = ln->latency_s + (double)bytes / ln->bw_bytes_per_s;
-	sim_link_res(s, x->src, dst, x->res);
-	sim_link_res(s, dst, x->src, x->rres);
+	xs->dur_s = ln->latency_s + (double)bytes / ln->bw_bytes_per_s;
+	sim_link_res(s, x->src, dst, xs->res);
+	sim_link_res(s, dst, x->src, xs->rres);
 	memcpy(x->lo, lo, sizeof x->lo);
 	memcpy(x->hi, hi, sizeof x->hi);
 	x->next_same = w->xhead[hk];
@@ -491,9 +493,8 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
 	}
 	/* the kept transfers, in the order they were made, can be shared */
 	for (int k = 0; k < nkeep; k++) {
-		struct sim_xfer *x = &w->xf[keep[k]];
-
-		w->xhead[(x->prod - w->shard_base[p]) * w->ndev + x->dst] = keep[k];
+		w->xhead[(w->xs[keep[k]].prod - w->shard_base[p]) * w->ndev +
+			 w->xf[keep[k]].dst] = keep[k];
 	}
 	for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1] && !st; e++) {
 		int c = w->cons[e];
@@ -507,9 +508,9 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
 				st = connect(s, pl, p, c, k, np);
 	}
 	for (int t = x0; t < w->nxf; t++)
-		w->xhead[(w->xf[t].prod - w->shard_base[p]) * w->ndev + w->xf[t].dst] = -1;
+		w->xhead[(w->xs[t].prod - w->shard_base[p]) * w->ndev + w->xf[t].dst] = -1;
 	for (int k = 0; k < nkeep; k++)
-		w->xhead[(w->xf[keep[k]].prod - w->shard_base[p]) * w->ndev +
+		w->xhead[(w->xs[keep[k]].prod - w->shard_base[p]) * w->ndev +
 			 w->xf[keep[k]].dst] = -1;
 	return st;
 }
@@ -543,7 +544,7 @@ static int layout_transfers(struct sim *s, const struct plan *pl)
 	/* Which transfers to start after which op's forward and backward. */
 	n = 0;
 	for (int t = 0; t < w->nxf && !st; t++)
-		st = add_pair(&w->pairs, &w->cap_pairs, &n, w->shard_op[w->xf[t].prod], t);
+		st = add_pair(&w->pairs, &w->cap_pairs, &n, w->shard_op[w->xs[t].prod], t);
 	if (!st)
 		st = CSR(w, w->pairs, n, g->nops, xff);
 	n = 0;

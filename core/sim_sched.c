@@ -195,7 +195,7 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, struct tend *t, in
 	int a = bwd ? w->xfb_ofs[op] : w->xff_ofs[op], b = bwd ? w->xfb_end[op] : w->xff_end[op];
 	double *res_free = w->res_free, *res_busy = w->res_busy, max_cp = w->max_cp;
 	const int64_t *bytes = w->op_xbytes + (size_t)op * 6 + 3 * bwd;
-	const struct sim_xfer *xf = w->xf;
+	const struct sim_xsched *xs = w->xs;
 	enum sim_task_kind kind = bwd ? TASK_SEND_GRAD : TASK_SEND_ACT;
 	int st = AP_OK, busy_links = w->busy_links;
 
@@ -203,7 +203,7 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, struct tend *t, in
 		w->link_bytes[c] += bytes[c];
 
 	for (int e = a; e < b; e++) {
-		const struct sim_xfer *x = &xf[list[e]];
+		const struct sim_xsched *x = &xs[list[e]];
 		const int *res = bwd ? x->rres : x->res;
 		struct tend ready = t[bwd ? x->cons : x->prod];
 		double dur = x->dur_s, start = dmax(ready.end, res_free[res[0]]);
@@ -214,7 +214,7 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, struct tend *t, in
 		res_free[res[0]] = start + dur;
 		if (res[1] >= 0)
 			res_free[res[1]] = start + dur;
-		if (busy_links) {
+		if (!lean && busy_links) {
 			res_busy[res[0]] += dur;
 			if (res[1] >= 0)
 				res_busy[res[1]] += dur;
@@ -228,7 +228,7 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, struct tend *t, in
 			int pop = w->shard_op[x->prod];
 
 			st = record(w, kind, res[0], pop, x->prod - w->shard_base[pop], j, start,
-				    dur, x->bytes);
+				    dur, w->xf[list[e]].bytes);
 		}
 	}
 	w->max_cp = max_cp;
