@@ -61,7 +61,8 @@ int sim_ckpt_save(struct sim_work *w, int step)
 	d = w->ckpt_d + at * nd;
 	v = w->ckpt_i + at * ni;
 	memcpy(d, w->res_free, (size_t)w->nres * sizeof *d);
-	memcpy(d + w->nres, w->res_busy, (size_t)w->nres * sizeof *d);
+	if (!w->lean) /* a lean run's busy times are not read */
+		memcpy(d + w->nres, w->res_busy, (size_t)w->nres * sizeof *d);
 	d += 2 * w->nres;
 	for (int i = 0; i < w->ndev; i++) {
 		*d++ = w->grad_ready[i].end;
@@ -98,7 +99,8 @@ void sim_ckpt_restore(struct sim_work *w, int step)
 	const int64_t *v = w->ckpt_i + at * ckpt_ni(w);
 
 	memcpy(w->res_free, d, (size_t)w->nres * sizeof *d);
-	memcpy(w->res_busy, d + w->nres, (size_t)w->nres * sizeof *d);
+	if (!w->lean)
+		memcpy(w->res_busy, d + w->nres, (size_t)w->nres * sizeof *d);
 	d += 2 * w->nres;
 	for (int i = 0; i < w->ndev; i++) {
 		w->grad_ready[i].end = *d++;
