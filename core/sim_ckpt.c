@@ -152,6 +152,10 @@ static void log_run(struct sim_work *w, int bwd, int j, int idx, int n)
 	r->n = n;
 	memcpy(w->tlog + w->ntlog, sim_times(w, bwd, j) + idx, (size_t)n * sizeof *w->tlog);
 	w->ntlog += n;
+	if (!w->lean) {
+		memcpy(w->tlog + w->ntlog, sim_cps(w, bwd, j) + idx, (size_t)n * sizeof *w->tlog);
+		w->ntlog += n;
+	}
 }
 
 int sim_tlog_step(struct sim_work *w, int op, int j, int bwd)
@@ -161,7 +165,7 @@ int sim_tlog_step(struct sim_work *w, int op, int j, int bwd)
 	int ns = w->shard_end[op] - w->shard_base[op];
 
 	if (RESERVE(w, trun, w->ntrun + 1 + (b - a)) ||
-	    RESERVE(w, tlog, w->ntlog + ns + (b - a)))
+	    RESERVE(w, tlog, w->ntlog + 2 * ((size_t)ns + (b - a))))
 		return AP_EFAIL;
 	log_run(w, bwd, j, w->shard_base[op], ns);
 	/* transfers x0..x1 sit at SRC_XFER(x1)..SRC_XFER(x0).  A list xff
@@ -187,9 +191,12 @@ void sim_tlog_undo(struct sim_work *w)
 	for (int k = w->ntrun - 1, v = w->ntlog; k >= 0; k--) {
 		const struct sim_trun *r = &w->trun[k];
 
-		v -= r->n;
+		v -= w->lean ? r->n : 2 * r->n;
 		memcpy(sim_times(w, r->bwd, r->j) + r->idx, w->tlog + v,
 		       (size_t)r->n * sizeof *w->tlog);
+		if (!w->lean)
+			memcpy(sim_cps(w, r->bwd, r->j) + r->idx, w->tlog + v + r->n,
+			       (size_t)r->n * sizeof *w->tlog);
 	}
 	for (int k = 0; k < w->ntlog_ck; k++)
 		w->ckpt_sel[w->tlog_ck[k]] ^= 1;

@@ -183,7 +183,9 @@ struct sim_work {
 	ARRAY(struct sched_item, items);
 
 	/* Per run (sim_sched.c). */
-	struct tend *tfwd, *tbwd;        /* [m][t_xcap + t_scap]: task times */
+	double *tfwd, *tbwd;             /* [2][m][t_xcap + t_scap]: tasks' ends,
+					  * then their critical paths (which a
+					  * lean run leaves alone) */
 	int t_xcap, t_scap, t_m;         /* their block's parts, and blocks */
 	struct tend *grad_ready;         /* [ndev] */
 	double *res_free, *res_busy;     /* [nres]; a link's busy time only
@@ -233,7 +235,9 @@ struct sim_work {
 	int tlog_on;                     /* this run logs what it overwrites */
 	int tlog_last;                   /* the last step it logs */
 	ARRAY(struct sim_trun, trun);    /* the times it overwrote: runs, */
-	ARRAY(struct tend, tlog);        /* their values one after another */
+	ARRAY(double, tlog);             /* their values one after another
+					  * (ends, then critical paths unless
+					  * lean) */
 	int ntrun, ntlog;
 	ARRAY(int, tlog_ck);             /* the checkpoints it flipped */
 	int ntlog_ck, tlog_nckpt;
@@ -305,12 +309,18 @@ int sim_finish(struct sim *s, const struct plan *pl, int from, struct sim_result
 int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_undo_op *old,
 		      int n, int from, struct sim_result *r);
 
-/* The block of task times of micro-batch j, forward (bwd 0) or
- * backward: shards at gs >= 0, transfer x at SRC_XFER(x) (sim_sched.c). */
-static inline struct tend *sim_times(const struct sim_work *w, int bwd, int j)
+/* The block of task ends of micro-batch j, forward (bwd 0) or backward:
+ * shards at gs >= 0, transfer x at SRC_XFER(x) (sim_sched.c). */
+static inline double *sim_times(const struct sim_work *w, int bwd, int j)
 {
 	return (bwd ? w->tbwd : w->tfwd) + (size_t)j * ((size_t)w->t_xcap + w->t_scap) +
 	       w->t_xcap;
+}
+
+/* The critical paths of the same tasks. */
+static inline double *sim_cps(const struct sim_work *w, int bwd, int j)
+{
+	return sim_times(w, bwd, j) + (size_t)w->t_m * ((size_t)w->t_xcap + w->t_scap);
 }
 
 /* sim_delta.c: the sizes of a fresh layout. */

@@ -81,18 +81,22 @@ static struct tend occupy(struct sim_work *w, const int *res, int n, int waits, 
  * block holds the times of the shards' compute tasks at indices gs >= 0
  * and those of the transfers below them, transfer x at SRC_XFER(x) =
  * -1 - x: a source code of fsrc or bsrc is then an index into the block,
- * and the hot loop reads a source's time without a branch.  The blocks
- * are kept between runs (a delta reads the earlier steps' times of the
- * last run), so growing them moves the times to the new place. */
-static int reserve_block(struct tend **t, int m0, int x0, int s0, int m, int xc, int sc)
+ * and the hot loop reads a source's time without a branch.  Ends and
+ * critical paths are two planes of such blocks, so that a lean run, which
+ * reads only the ends, touches half the memory.  The blocks are kept
+ * between runs (a delta reads the earlier steps' times of the last run),
+ * so growing them moves the times to the new place. */
+static int reserve_block(double **t, int m0, int x0, int s0, int m, int xc, int sc)
 {
 	size_t stride = (size_t)xc + sc, stride0 = (size_t)x0 + s0;
-	struct tend *n = malloc((size_t)m * stride * sizeof *n);
+	double *n = malloc(2 * (size_t)m * stride * sizeof *n);
 
 	if (!n)
 		return ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
-	for (int j = 0; j < m0 && j < m && *t; j++)
-		memcpy(n + j * stride + (xc - x0), *t + j * stride0, stride0 * sizeof *n);
+	for (int plane = 0; plane < 2 && *t; plane++)
+		for (int j = 0; j < m0 && j < m; j++)
+			memcpy(n + ((size_t)plane * m + j) * stride + (xc - x0),
+			       *t + ((size_t)plane * m0 + j) * stride0, stride0 * sizeof *n);
 	free(*t);
 	*t = n;
 	return AP_OK;
@@ -131,8 +135,8 @@ static int reserve_times(struct sim_work *w)
  * backward frees them. */
 static inline __attribute__((always_inline)) int
 compute(struct sim_work *w, int op, int j, int bwd, int rec, int lean, double dur,
-	const int *ofs, const int *end, const int *src, struct tend *own,
-	const struct tend *fwd)
+	const int *ofs, const int *end, const int *src, double *own, double *own_cp,
+	const double *fwd, const double *fwd_cp)
 {
 	/* the arrays in locals: the stores below could alias w's fields */
 	double *res_free = w->res_free, *res_busy = w->res_busy;
@@ -146,21 +150,19 @@ compute(struct sim_work *w, int op, int j, int bwd, int rec, int lean, double du
 
 	for (int gs = a; gs < b; gs++) {
 		int dev = shard_dev[gs];
-		double ready = bwd ? fwd[gs].end : 0, cp = bwd ? fwd[gs].cp : 0, t;
+		double ready = bwd ? fwd[gs] : 0, cp = bwd && !lean ? fwd_cp[gs] : 0, t;
 
 		for (int e = ofs[gs], e1 = end[gs]; e < e1; e++) {
-			const struct tend *x = &own[src[e]];
-
-			ready = dmax(ready, x->end);
+			ready = dmax(ready, own[src[e]]);
 			if (!lean)
-				cp = dmax(cp, x->cp);
+				cp = dmax(cp, own_cp[src[e]]);
 		}
 		t = dmax(res_free[dev], ready);
 		res_free[dev] = t + dur;
-		own[gs].end = t + dur;
+		own[gs] = t + dur;
 		if (!lean) {
 			res_busy[dev] += dur;
-			own[gs].cp = cp + dur;
+			own_cp[gs] = cp + dur;
 			max_cp = dmax(max_cp, cp + dur);
 		}
 		/* a backward frees: only a forward can raise the peak */
@@ -189,7 +191,7 @@ compute(struct sim_work *w, int op, int j, int bwd, int rec, int lean, double du
  * in the same order, a link's busy time only when it is read, and the
  * bytes moved the op's sums (op_xbytes). */
 static inline __attribute__((always_inline)) int
-sends(struct sim_work *w, int op, int bwd, int rec, int lean, struct tend *t, int j)
+sends(struct sim_work *w, int op, int bwd, int rec, int lean, double *t, double *tc, int j)
 {
 	const int *list = bwd ? w->xfb : w->xff;
 	int a = bwd ? w->xfb_ofs[op] : w->xff_ofs[op], b = bwd ? w->xfb_end[op] : w->xff_end[op];
@@ -205,9 +207,8 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, struct tend *t, in
 	for (int e = a; e < b; e++) {
 		const struct sim_xsched *x = &xs[list[e]];
 		const int *res = bwd ? x->rres : x->res;
-		struct tend ready = t[bwd ? x->cons : x->prod];
-		double dur = x->dur_s, start = dmax(ready.end, res_free[res[0]]);
-		struct tend *out = &t[SRC_XFER(list[e])];
+		int from = bwd ? x->cons : x->prod, out = SRC_XFER(list[e]);
+		double dur = x->dur_s, start = dmax(t[from], res_free[res[0]]);
 
 		if (res[1] >= 0)
 			start = dmax(start, res_free[res[1]]);
@@ -219,10 +220,10 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, struct tend *t, in
 			if (res[1] >= 0)
 				res_busy[res[1]] += dur;
 		}
-		out->end = start + dur;
+		t[out] = start + dur;
 		if (!lean) {
-			out->cp = ready.cp + dur;
-			max_cp = dmax(max_cp, ready.cp + dur);
+			tc[out] = tc[from] + dur;
+			max_cp = dmax(max_cp, tc[out]);
 		}
 		if (rec && !st) {
 			int pop = w->shard_op[x->prod];
@@ -242,7 +243,7 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, struct tend *t, in
 static int allreduce(struct sim *s, int op)
 {
 	struct sim_work *w = s->w;
-	const struct tend *bt = sim_times(w, 1, w->m - 1);
+	const double *bt = sim_times(w, 1, w->m - 1), *btc = sim_cps(w, 1, w->m - 1);
 	int st = AP_OK;
 
 	for (int gi = w->op_grp_ofs[op]; gi < w->op_grp_end[op] && !st; gi++) {
@@ -252,10 +253,10 @@ static int allreduce(struct sim *s, int op)
 		double start;
 
 		for (int k = 0; k < gr->nmem; k++)
-			ready.end = dmax(ready.end, bt[mem[k]].end);
+			ready.end = dmax(ready.end, bt[mem[k]]);
 		if (!w->lean)
 			for (int k = 0; k < gr->nmem; k++)
-				ready.cp = dmax(ready.cp, bt[mem[k]].cp);
+				ready.cp = dmax(ready.cp, btc[mem[k]]);
 		for (int c = gr->coll_ofs; c < gr->coll_ofs + gr->ncoll && !st; c++) {
 			const struct sim_coll *x = &w->coll[c];
 
@@ -284,19 +285,19 @@ static inline __attribute__((always_inline)) int
 step(struct sim *s, int op, int j, int bwd, int rec, int lean)
 {
 	struct sim_work *w = s->w;
-	struct tend *t = sim_times(w, bwd, j);
+	double *t = sim_times(w, bwd, j), *tc = sim_cps(w, bwd, j);
 	int st;
 
 	if (!bwd)
 		st = compute(w, op, j, 0, rec, lean, w->cost[op].fwd_s, w->fsrc_ofs,
-			     w->fsrc_end, w->fsrc, t, NULL);
+			     w->fsrc_end, w->fsrc, t, tc, NULL, NULL);
 	else
 		st = compute(w, op, j, 1, rec, lean, w->cost[op].bwd_s, w->bsrc_ofs,
-			     w->bsrc_end, w->bsrc, t, sim_times(w, 0, j));
+			     w->bsrc_end, w->bsrc, t, tc, sim_times(w, 0, j), sim_cps(w, 0, j));
 	if (!st && !bwd)
-		st = sends(w, op, 0, rec, lean, t, j);
+		st = sends(w, op, 0, rec, lean, t, tc, j);
 	if (!st && bwd)
-		st = sends(w, op, 1, rec, lean, t, j);
+		st = sends(w, op, 1, rec, lean, t, tc, j);
 	if (!st && bwd && j == w->m - 1)
 		st = allreduce(s, op);
 	return st;
