@@ -486,16 +486,17 @@ static int pairs(const struct exec *e, const struct sched_item *x, int nf, int n
  * items whose keys fall in [r step m, r (step + 1) m) + o, where each
  * stage runs m forwards and m backwards in steady state, a micro-batch
  * every r key slots (1F1B alternates a forward slot and a backward slot,
- * r = 2; async-predict runs one of each in a slot, r = 1, and o = K - 1
- * makes the last stage's forwards, the losses, of the step's own m
- * micro-batches fall in it); the first step starts at the beginning, the
- * last one drains the pipeline.  Items of micro-batches past the run's
- * last step are left out. */
+ * r = 2; async-predict runs one of each in a slot, r = 1).  The last
+ * stage's forward of micro-batch j has key K - 1 + r j under both (for
+ * j > 0), so o = K - 1 makes its forwards, the losses, of the step's own
+ * m micro-batches fall in it: the step's loss is its own batch's.  The
+ * first step starts at the beginning, the last one drains the pipeline.
+ * Items of micro-batches past the run's last step are left out. */
 static int async_slice(struct exec *e, int64_t step)
 {
 	int64_t m = e->m, last = e->o.steps * m, K = e->K;
 	int predict = e->p->sched == SCHED_ASYNC_PREDICT;
-	int64_t r = predict ? 1 : 2, o = predict ? K - 1 : 0;
+	int64_t r = predict ? 1 : 2, o = K - 1;
 	int64_t lo = step == 0 ? INT64_MIN : r * step * m + o;
 	int64_t hi = step >= e->o.steps - 1 ? INT64_MAX : r * (step + 1) * m + o;
 	int64_t jlo = step * m - 2 * K - 2, jhi = step >= e->o.steps - 1 ? last
