@@ -271,7 +271,7 @@ static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 	deg[DIM_N] *= pl->microbatches;
 	if (memcmp(deg, c->degree, sizeof deg) == 0)
 		return AP_OK;
-	for (int k = 0; k < w->cost_next[i] && k < SIM_COST_WAYS; k++)
+	for (int k = 0; k < SIM_COST_WAYS; k++)
 		if (memcmp(deg, seen[k].degree, sizeof deg) == 0) {
 			*c = seen[k];
 			return AP_OK;
@@ -284,7 +284,8 @@ static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 	c->bwd_s = oc.bwd_us * 1e-6;
 	c->workspace_bytes = oc.workspace_bytes;
 	c->source = oc.source;
-	seen[w->cost_next[i]++ % SIM_COST_WAYS] = *c;
+	seen[w->cost_next[i]] = *c;
+	w->cost_next[i] = (w->cost_next[i] + 1) % SIM_COST_WAYS;
 	return AP_OK;
 }
 

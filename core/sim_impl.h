@@ -39,9 +39,9 @@ struct sim_cost {
 
 /* Costs of earlier configurations kept per op: a search comes back to
  * the same ones (a rejected proposal's op goes back at once, and a
- * search draws from up to 70 degree vectors per op on 16 devices), and
- * a lookup formats the op's signature and hashes it. */
-#define SIM_COST_WAYS 128
+ * search draws from a few dozen per op on 16 devices), and a lookup
+ * formats the op's signature and hashes it. */
+#define SIM_COST_WAYS 32
 
 /* A transfer: per micro-batch, forward a copy of a region of a producer
  * shard's output from src to dst, backward its gradient from dst to src.
@@ -129,8 +129,7 @@ struct sim_work {
 	int *cons_ofs, *cons;
 	struct sim_cost *cost;
 	struct sim_cost *cost_seen;      /* [nops][SIM_COST_WAYS]: earlier */
-	int *cost_next;                  /* lookups kept so far (the oldest
-					  * is replaced) */
+	int *cost_next;                  /* lookups, replaced in turn */
 	int ndev, nres, res_intra, res_nic;
 
 	/* Fixed by one plan (sim_layout.c). */

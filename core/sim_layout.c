@@ -473,6 +473,12 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 	return AP_OK;
 }
 
+/* The xhead[] slot of transfer t of producer p: its shard and destination. */
+static int xhead_key(const struct sim_work *w, int p, int t)
+{
+	return (w->xs[t].prod - w->shard_base[p]) * w->ndev + w->xf[t].dst;
+}
+
 int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
 			const int *keep, int nkeep, int np[2])
 {
@@ -492,10 +498,8 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
 			w->xhead[k] = -1;
 	}
 	/* the kept transfers, in the order they were made, can be shared */
-	for (int k = 0; k < nkeep; k++) {
-		w->xhead[(w->xs[keep[k]].prod - w->shard_base[p]) * w->ndev +
-			 w->xf[keep[k]].dst] = keep[k];
-	}
+	for (int k = 0; k < nkeep; k++)
+		w->xhead[xhead_key(w, p, keep[k])] = keep[k];
 	for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1] && !st; e++) {
 		int c = w->cons[e];
 
@@ -508,10 +512,9 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
 				st = connect(s, pl, p, c, k, np);
 	}
 	for (int t = x0; t < w->nxf; t++)
-		w->xhead[(w->xs[t].prod - w->shard_base[p]) * w->ndev + w->xf[t].dst] = -1;
+		w->xhead[xhead_key(w, p, t)] = -1;
 	for (int k = 0; k < nkeep; k++)
-		w->xhead[(w->xs[keep[k]].prod - w->shard_base[p]) * w->ndev +
-			 w->xf[keep[k]].dst] = -1;
+		w->xhead[xhead_key(w, p, keep[k])] = -1;
 	return st;
 }
 
