@@ -34,6 +34,13 @@ struct plan_stage {
 	int id;
 	int ndev, *devices;
 	int nnext, *next;
+	/* The stage's own micro-batch count, its micro-batches being of
+	 * batch / microbatches samples; 0: the schedule's.  Stages joined
+	 * by `next` have counts that divide one another, and what passes
+	 * between them is re-batched (sim_layout.c).  JSON: the stage's
+	 * "microbatches", written only where it differs from the
+	 * schedule's. */
+	int microbatches;
 };
 
 struct plan_op {
@@ -98,6 +105,11 @@ int sched_async(enum sched_kind k);
  * PipeDream stashes versions for and async-predict extrapolates over; 0
  * for the synchronous schedules. */
 int sched_staleness(enum sched_kind k, int K, int d, int m);
+
+/* The micro-batch count of stage index s: its own or the schedule's. */
+int plan_stage_microbatches(const struct plan *p, int s);
+/* Whether some stage's micro-batch count differs from the schedule's. */
+int plan_mixed_microbatches(const struct plan *p);
 
 void plan_init(struct plan *p);
 void plan_release(struct plan *p);

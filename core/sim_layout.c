@@ -42,6 +42,11 @@ static int check_plan(const struct sim *s, const struct plan *pl)
 		return ap_err(AP_EINPUT, "plan", 0,
 			      "schedule.microbatches: expected a divisor of the batch %lld, got %d",
 			      (long long)g->batch, pl->microbatches);
+	for (int k = 0; k < pl->nstages; k++)
+		if (plan_stage_microbatches(pl, k) != pl->microbatches)
+			return ap_err(AP_EINPUT, "plan", 0,
+				      "stages[%d].microbatches: %d micro-batches where the schedule has %d; stages of different micro-batch sizes are not simulated yet",
+				      k, plan_stage_microbatches(pl, k), pl->microbatches);
 	if ((unsigned)pl->sched >= NSCHED_KINDS)
 		return ap_err(AP_EINPUT, "plan", 0, "schedule.kind: unknown schedule %d",
 			      (int)pl->sched);
