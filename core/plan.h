@@ -90,6 +90,11 @@ struct sched_item {
  * a source stage along `next`. */
 void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
 		 struct sched_item *items);
+/* The same for stages of different micro-batch counts m[s] (stage
+ * indices; next_ofs/next: each stage's successors, CSR), gpipe or 1f1b:
+ * 2 x (m[0] + ... ) items, keyed by their place; -1 when out of memory. */
+int sched_order_mixed(enum sched_kind k, int nstages, const int *depth, const int *m,
+		      const int *next_ofs, const int *next, struct sched_item *items);
 /* The key of one item (K depths, m micro-batches: only GPipe's backward
  * depends on m, so 1F1B keys hold for a stream of any length), and the
  * order of a list of items. */
