@@ -331,7 +331,7 @@ step(struct sim *s, int op, int j, int bwd, int rec, int lean)
 {
 	struct sim_work *w = s->w;
 	double *t = sim_times(w, bwd, j), *tc = sim_cps(w, bwd, j);
-	int st, last = (w->mixed ? w->op_m[op] : w->m) - 1;
+	int st;
 
 	if (!bwd)
 		st = compute(w, op, j, 0, rec, lean, w->cost[op].fwd_s, w->fsrc_ofs,
@@ -345,8 +345,8 @@ step(struct sim *s, int op, int j, int bwd, int rec, int lean)
 		st = sends(w, op, 1, rec, lean, t, tc, j);
 	if (!st && w->mixed)
 		st = resends(w, op, bwd, j);
-	if (!st && bwd && j == last)
-		st = allreduce(s, op, last);
+	if (!st && bwd && j == (w->mixed ? w->op_m[op] : w->m) - 1)
+		st = allreduce(s, op, j);
 	return st;
 }
 
