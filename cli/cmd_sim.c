@@ -41,12 +41,21 @@ static void print_summary(const struct plan_inputs *in, const struct sim_result 
 {
 	const struct sim_mem *m = &r->mem[r->peak_dev];
 	char peak[32], cap[32], w[32], a[32], intra[32], inter[32];
+	int lo = in->pl.microbatches, hi = lo;
 
+	for (int s = 0; s < in->pl.nstages; s++) {
+		int k = plan_stage_microbatches(&in->pl, s);
+
+		lo = k < lo ? k : lo;
+		hi = k > hi ? k : hi;
+	}
 	printf("%s: %s (batch %lld) on %s, profile %s\n", in->path, in->g.name,
 	       (long long)in->g.batch, in->c.name, in->p.name[0] ? in->p.name : in->profile);
-	printf("  schedule     %s, %d micro-batch%s, %d stage%s, %d of %d devices\n",
-	       sched_name(in->pl.sched), in->pl.microbatches,
-	       in->pl.microbatches == 1 ? "" : "es", in->pl.nstages,
+	printf("  schedule     %s, %d micro-batch%s", sched_name(in->pl.sched),
+	       in->pl.microbatches, in->pl.microbatches == 1 ? "" : "es");
+	if (lo != hi)
+		printf(" (%d to %d per stage)", lo, hi);
+	printf(", %d stage%s, %d of %d devices\n", in->pl.nstages,
 	       in->pl.nstages == 1 ? "" : "s", r->ndev_used, r->ndev);
 	printf("  iteration    %.3f ms (makespan %.3f ms, critical path %.3f ms)\n",
 	       r->iter_s * 1e3, r->makespan_s * 1e3, r->critical_path_s * 1e3);
@@ -243,6 +252,7 @@ const struct command cmd_sim = {
 		 "  --optimizer O       sgd (with momentum, default) or adam: the state\n"
 		 "                      the update reads and keeps in memory\n"
 		 "  --microbatches N    simulate with N micro-batches instead of the plan's\n"
+		 "                      (a stage that names its own count keeps it)\n"
 		 "  --repeat N          then time N more simulations and print the median\n",
 	.run = run,
 };

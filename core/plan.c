@@ -55,6 +55,19 @@ int sched_parse(const char *s, enum sched_kind *out)
 	return -1;
 }
 
+int plan_stage_microbatches(const struct plan *p, int s)
+{
+	return p->stages[s].microbatches > 0 ? p->stages[s].microbatches : p->microbatches;
+}
+
+int plan_mixed_microbatches(const struct plan *p)
+{
+	for (int s = 0; s < p->nstages; s++)
+		if (plan_stage_microbatches(p, s) != p->microbatches)
+			return 1;
+	return 0;
+}
+
 void plan_init(struct plan *p)
 {
 	memset(p, 0, sizeof *p);
@@ -518,7 +531,7 @@ static int read_schedule(const char *path, json_t *v, struct plan *p)
 
 static int read_stages(const char *path, json_t *v, struct plan *p)
 {
-	static const char *const keys[] = { "id", "devices", "next", NULL };
+	static const char *const keys[] = { "id", "devices", "next", "microbatches", NULL };
 	char pre[FIELD_LEN];
 	size_t n;
 	int st = AP_OK;
@@ -549,6 +562,8 @@ static int read_stages(const char *path, json_t *v, struct plan *p)
 		 * may be left out. */
 		if (!st)
 			st = get_ids(path, s, pre, "next", 0, &ps->next, &ps->nnext);
+		if (!st)
+			st = get_int32(path, s, pre, "microbatches", 0, 1, &ps->microbatches);
 	}
 	return st;
 }
@@ -834,6 +849,8 @@ static json_t *build_stages(const struct plan *p)
 		bad = put(bad, o, "id", json_integer(ps->id));
 		bad = put(bad, o, "devices", id_array(ps->devices, ps->ndev));
 		bad = put(bad, o, "next", id_array(ps->next, ps->nnext));
+		if (plan_stage_microbatches(p, s) != p->microbatches)
+			bad = put(bad, o, "microbatches", json_integer(ps->microbatches));
 		bad = put(bad, arr, NULL, o);
 	}
 	return built(arr, bad);

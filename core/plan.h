@@ -34,6 +34,13 @@ struct plan_stage {
 	int id;
 	int ndev, *devices;
 	int nnext, *next;
+	/* The stage's own micro-batch count, its micro-batches being of
+	 * batch / microbatches samples; 0: the schedule's.  Stages joined
+	 * by `next` have counts that divide one another, and what passes
+	 * between them is re-batched (sim_layout.c).  JSON: the stage's
+	 * "microbatches", written only where it differs from the
+	 * schedule's. */
+	int microbatches;
 };
 
 struct plan_op {
@@ -83,6 +90,11 @@ struct sched_item {
  * a source stage along `next`. */
 void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
 		 struct sched_item *items);
+/* The same for stages of different micro-batch counts m[s] (stage
+ * indices; next_ofs/next: each stage's successors, CSR), gpipe or 1f1b:
+ * 2 x (m[0] + ... ) items, keyed by their place; -1 when out of memory. */
+int sched_order_mixed(enum sched_kind k, int nstages, const int *depth, const int *m,
+		      const int *next_ofs, const int *next, struct sched_item *items);
 /* The key of one item (K depths, m micro-batches: only GPipe's backward
  * depends on m, so 1F1B keys hold for a stream of any length), and the
  * order of a list of items. */
@@ -98,6 +110,11 @@ int sched_async(enum sched_kind k);
  * PipeDream stashes versions for and async-predict extrapolates over; 0
  * for the synchronous schedules. */
 int sched_staleness(enum sched_kind k, int K, int d, int m);
+
+/* The micro-batch count of stage index s: its own or the schedule's. */
+int plan_stage_microbatches(const struct plan *p, int s);
+/* Whether some stage's micro-batch count differs from the schedule's. */
+int plan_mixed_microbatches(const struct plan *p);
 
 void plan_init(struct plan *p);
 void plan_release(struct plan *p);

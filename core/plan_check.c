@@ -193,11 +193,25 @@ static int check_stages(struct vctx *v)
 			return st;
 		for (int k = 0; k < ps->ndev; k++)
 			v->member[(size_t)s * v->ndev + ps->devices[k]] = 1;
+		if (ps->microbatches < 0 || p->batch % plan_stage_microbatches(p, s))
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "stages[%d].microbatches: expected a divisor of the batch %lld, got %d",
+				      s, (long long)p->batch, ps->microbatches);
 		for (int k = 0; k < ps->nnext; k++) {
 			int t = ps->next[k];
 
 			snprintf(fld, sizeof fld, "stages[%d].next[%d]", s, k);
 			st = check_stage_id(v, fld, t);
+			if (!st) {
+				/* re-batching gathers or splits whole micro-batches */
+				int a = plan_stage_microbatches(p, s);
+				int b = plan_stage_microbatches(p, v->pos[t]);
+
+				if (a % b && b % a)
+					st = ap_err(AP_EINPUT, v->path, 0,
+						    "%s: stage %d has %d micro-batches and stage %d has %d; expected counts that divide one another",
+						    fld, ps->id, a, t, b);
+			}
 			for (int j = 0; j < k && !st; j++)
 				if (ps->next[j] == t)
 					st = ap_err(AP_EINPUT, v->path, 0,
@@ -257,13 +271,14 @@ static int check_degrees(struct vctx *v, int i)
 		/* Every micro-batch is split the same way, so the sample
 		 * degree must divide the micro-batch, not just the batch. */
 		if (d == DIM_N) {
-			int64_t mb = size / v->p->microbatches;
+			int m = plan_stage_microbatches(v->p, v->pos[v->p->ops[i].stage]);
+			int64_t mb = size / m;
 
 			if (mb % deg)
 				return ap_err(AP_EINPUT, v->path, 0,
 					      "ops.%s.degree.n: %d does not divide the micro-batch of %lld samples (batch %lld in %d micro-batches)",
 					      op->name, deg, (long long)mb,
-					      (long long)size, v->p->microbatches);
+					      (long long)size, m);
 		} else if (size % deg) {
 			return ap_err(AP_EINPUT, v->path, 0,
 				      "ops.%s.degree.%s: %d does not divide %lld, the size of dim %s",

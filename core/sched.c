@@ -5,6 +5,7 @@
 #include "plan.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * Every stage's forward and backward of every micro-batch is an item with
@@ -80,6 +81,125 @@ void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
 void sched_sort(struct sched_item *items, int n)
 {
 	qsort(items, (size_t)n, sizeof *items, cmp_item);
+}
+
+/*
+ * Stages of different micro-batch counts (GraphPipe, Jeon et al., ASPLOS
+ * 2025, section 6): stage s runs m[s] micro-batches of batch / m[s]
+ * samples, and counts of stages joined by `next` divide one another, so a
+ * micro-batch of the coarser side is a whole number of the finer side's.
+ * A forward of stage s can run once its predecessors have run the
+ * forwards of every micro-batch of theirs that overlaps its samples, and
+ * a backward once its successors have run those backwards.  Each stage
+ * runs its items as GPipe or 1F1B would (1F1B: w[s] forwards of warm-up,
+ * then one backward, one forward), and the order takes, of the stages
+ * whose next item can run, the item of the smallest key, as sched_key()
+ * gives it for the finer micro-batch that ends the item's samples among M
+ * (the most micro-batches of any stage); at equal keys as cmp_item.  A
+ * stage's warm-up is what its successors need before their first
+ * backward can come back, plus one: for a successor q of warm-up w[q]
+ * with r of its micro-batches to one of s, ceil((w[q] + r - 1) / r), or
+ * with one of its micro-batches to r of s, r w[q]; a sink's is 1 and none
+ * exceeds m[s].  With one count everywhere this is sched_order() item for
+ * item: the warm-up is 1F1B's h + 1, and the item of the smallest key can
+ * always run.  Should every stage's next item wait, the stage of the
+ * smallest key runs a further forward instead (a longer warm-up), so the
+ * order always completes.  The key of an item is its place in the order.
+ */
+static int64_t span_end(int64_t j, int mine, int theirs)
+{
+	/* the micro-batches of a stage of `theirs` that overlap micro-batch
+	 * j of one of `mine`: those before ceil((j + 1) theirs / mine) */
+	return ((j + 1) * theirs + mine - 1) / mine;
+}
+
+/* Whether item j of stage s can run after what has run of its
+ * neighbours adj (predecessors and their forwards, or successors and
+ * their backwards: done[]). */
+static int can_run(int s, int j, const int *m, const int *ofs, const int *adj, const int *done)
+{
+	for (int e = ofs[s]; e < ofs[s + 1]; e++)
+		if (done[adj[e]] < span_end(j, m[s], m[adj[e]]))
+			return 0;
+	return 1;
+}
+
+int sched_order_mixed(enum sched_kind k, int nstages, const int *depth, const int *m,
+		      const int *next_ofs, const int *next, struct sched_item *items)
+{
+	int *nf = calloc((size_t)nstages, sizeof *nf), *nb = calloc((size_t)nstages, sizeof *nb);
+	int *warm = calloc((size_t)nstages, sizeof *warm);
+	int *prev_ofs = calloc((size_t)nstages + 1, sizeof *prev_ofs);
+	int *prev = malloc(((size_t)next_ofs[nstages] + 1) * sizeof *prev);
+	int n = 0, total = 0, K = 1, M = 1;
+
+	if (!nf || !nb || !warm || !prev_ofs || !prev)
+		goto out;
+	for (int s = 0; s < nstages; s++) {
+		total += 2 * m[s];
+		K = depth[s] + 1 > K ? depth[s] + 1 : K;
+		M = m[s] > M ? m[s] : M;
+		for (int e = next_ofs[s]; e < next_ofs[s + 1]; e++)
+			prev_ofs[next[e] + 1]++;
+	}
+	for (int s = 0; s < nstages; s++)
+		prev_ofs[s + 1] += prev_ofs[s];
+	for (int s = 0; s < nstages; s++)
+		for (int e = next_ofs[s]; e < next_ofs[s + 1]; e++)
+			prev[prev_ofs[next[e]] + nf[next[e]]++] = s;
+	memset(nf, 0, (size_t)nstages * sizeof *nf);
+	/* warm-ups, a stage after all its successors (n passes at most) */
+	for (int pass = 0; pass < nstages; pass++)
+		for (int s = 0; s < nstages; s++) {
+			int w = 1, ok = !warm[s];
+
+			for (int e = next_ofs[s]; e < next_ofs[s + 1] && ok; e++) {
+				int q = next[e], r, need;
+
+				ok = warm[q] > 0;
+				r = m[q] >= m[s] ? m[q] / m[s] : m[s] / m[q];
+				need = m[q] >= m[s] ? (warm[q] + 2 * (r - 1)) / r : warm[q] * r;
+				w = need + 1 > w ? need + 1 : w;
+			}
+			if (ok)
+				warm[s] = k == SCHED_GPIPE || w > m[s] ? m[s] : w;
+		}
+	for (; n < total; n++) {
+		struct sched_item best = { -1, -1, 0, 0 };
+
+		/* the stages' next items; failing that, a further forward */
+		for (int forced = 0; forced < 2 && best.stage < 0; forced++)
+			for (int s = 0; s < nstages; s++) {
+				struct sched_item it = { 0, s, nf[s], 0 };
+
+				if (!forced && nb[s] < nf[s] &&
+				    (nf[s] == m[s] || nf[s] - nb[s] >= warm[s])) {
+					it.mb = nb[s];
+					it.bwd = 1;
+				}
+				if (it.mb >= m[s] ||
+				    !(it.bwd ? can_run(s, it.mb, m, next_ofs, next, nb)
+					     : can_run(s, it.mb, m, prev_ofs, prev, nf)))
+					continue;
+				it.key = sched_key(k, K, M, depth[s], span_end(it.mb, m[s], M) - 1,
+						   it.bwd);
+				if (best.stage < 0 || it.key < best.key ||
+				    (it.key == best.key && it.bwd < best.bwd))
+					best = it;
+			}
+		if (best.stage < 0)
+			break;
+		(best.bwd ? nb : nf)[best.stage]++;
+		best.key = n;
+		items[n] = best;
+	}
+out:
+	free(prev);
+	free(prev_ofs);
+	free(warm);
+	free(nb);
+	free(nf);
+	return n < total ? -1 : 0;
 }
 
 int sched_async(enum sched_kind k)

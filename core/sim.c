@@ -221,6 +221,12 @@ void sim_release(struct sim *s)
 		free(w->xff);
 		free(w->xfb_ofs);
 		free(w->xfb);
+		free(w->xffr_ofs);
+		free(w->xffr);
+		free(w->xfbr_ofs);
+		free(w->xfbr);
+		free(w->stage_m);
+		free(w->op_m);
 		free(w->op_xbytes);
 		free(w->grp);
 		free(w->grp_mem);
@@ -264,11 +270,11 @@ static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 {
 	struct sim_work *w = s->w;
 	struct sim_cost *c = &w->cost[i], *seen = w->cost_seen + (size_t)i * SIM_COST_WAYS;
-	int deg[NDIMS], st;
+	int deg[NDIMS], st, m = w->mixed ? w->op_m[i] : pl->microbatches;
 	struct op_cost oc;
 
 	memcpy(deg, pl->ops[i].degree, sizeof deg);
-	deg[DIM_N] *= pl->microbatches;
+	deg[DIM_N] *= m;
 	if (memcmp(deg, c->degree, sizeof deg) == 0)
 		return AP_OK;
 	for (int k = 0; k < SIM_COST_WAYS; k++)
@@ -276,7 +282,7 @@ static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 			*c = seen[k];
 			return AP_OK;
 		}
-	st = sim_op_cost(s->p, s->g, i, pl->ops[i].degree, pl->microbatches, &oc);
+	st = sim_op_cost(s->p, s->g, i, pl->ops[i].degree, m, &oc);
 	if (st)
 		return st;
 	memcpy(c->degree, deg, sizeof deg);

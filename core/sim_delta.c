@@ -509,7 +509,8 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 {
 	const struct sim_work *w = s->w;
 
-	if (!w->delta_ready || pl->microbatches != 1 || w->grown > 24 * w->live ||
+	if (!w->delta_ready || pl->microbatches != 1 || plan_mixed_microbatches(pl) ||
+	    w->grown > 24 * w->live ||
 	    pl->nstages != w->nstages)
 		return 0;
 	/* the stage of a changed op must stay: the order of steps depends

@@ -133,7 +133,11 @@ struct sim_work {
 	int ndev, nres, res_intra, res_nic;
 
 	/* Fixed by one plan (sim_layout.c). */
-	int m;                           /* micro-batches */
+	int m;                           /* micro-batches: the most of any
+					  * stage */
+	int mixed;                       /* stages of different counts */
+	ARRAY(int, stage_m);             /* [nstages]: each stage's count */
+	ARRAY(int, op_m);                /* [nops]: that of each op's stage */
 	int nstages, depth_max;
 	ARRAY(int, stage_pos);           /* stage id -> index in plan->stages */
 	ARRAY(int, stage_depth);         /* longest path from a source stage */
@@ -166,6 +170,10 @@ struct sim_work {
 	ARRAY(int, xfb_ofs);             /* per op: gradients sent after its */
 	ARRAY(int, xfb_end);             /* backward */
 	ARRAY(int, xfb);
+	ARRAY(int, xffr_ofs);            /* per op, the same of transfers */
+	ARRAY(int, xffr);                /* between stages of different */
+	ARRAY(int, xfbr_ofs);            /* micro-batch counts (resends() */
+	ARRAY(int, xfbr);                /* of sim_sched.c) */
 	ARRAY(int64_t, op_xbytes);       /* [nops][2][3]: what xff (0) and
 					  * xfb (1) of an op move, by link
 					  * class */

@@ -42,6 +42,18 @@ static int check_plan(const struct sim *s, const struct plan *pl)
 		return ap_err(AP_EINPUT, "plan", 0,
 			      "schedule.microbatches: expected a divisor of the batch %lld, got %d",
 			      (long long)g->batch, pl->microbatches);
+	for (int k = 0; k < pl->nstages; k++) {
+		int m = plan_stage_microbatches(pl, k);
+
+		if (m < 1 || g->batch % m)
+			return ap_err(AP_EINPUT, "plan", 0,
+				      "stages[%d].microbatches: expected a divisor of the batch %lld, got %d",
+				      k, (long long)g->batch, m);
+		if (m != pl->microbatches && sched_async(pl->sched))
+			return ap_err(AP_EINPUT, "plan", 0,
+				      "stages[%d].microbatches: stages of different micro-batch counts need a synchronous schedule (gpipe or 1f1b), not %s",
+				      k, sched_name(pl->sched));
+	}
 	if ((unsigned)pl->sched >= NSCHED_KINDS)
 		return ap_err(AP_EINPUT, "plan", 0, "schedule.kind: unknown schedule %d",
 			      (int)pl->sched);
@@ -174,6 +186,39 @@ static int layout_stages(struct sim *s, const struct plan *pl)
 	return AP_OK;
 }
 
+/* Each stage's micro-batch count and each op's.  Counts of stages joined
+ * by `next` divide one another: what passes between them is re-batched,
+ * r micro-batches of the finer side to one of the coarser (resends() of
+ * sim_sched.c).  A shard of a coarser stage holds of every finer
+ * micro-batch in its own the part its index gives it, so a transfer moves
+ * the same region of each finer micro-batch: a runtime that re-batches
+ * keeps the samples of a shard together in that way. */
+static int layout_counts(struct sim *s, const struct plan *pl)
+{
+	struct sim_work *w = s->w;
+
+	if (RESERVE(w, stage_m, w->nstages) || RESERVE(w, op_m, s->g->nops))
+		return AP_EFAIL;
+	w->m = 0;
+	w->mixed = plan_mixed_microbatches(pl);
+	for (int k = 0; k < w->nstages; k++) {
+		w->stage_m[k] = plan_stage_microbatches(pl, k);
+		w->m = w->stage_m[k] > w->m ? w->stage_m[k] : w->m;
+	}
+	for (int k = 0; k < w->nstages; k++)
+		for (int e = 0; e < pl->stages[k].nnext; e++) {
+			int a = w->stage_m[k], b = w->stage_m[w->stage_pos[pl->stages[k].next[e]]];
+
+			if (a % b && b % a)
+				return ap_err(AP_EINPUT, "plan", 0,
+					      "stages[%d].next[%d]: stage %d has %d micro-batches and stage %d has %d; expected counts that divide one another",
+					      k, e, pl->stages[k].id, a, pl->stages[k].next[e], b);
+		}
+	for (int i = 0; i < s->g->nops; i++)
+		w->op_m[i] = w->stage_m[w->stage_pos[pl->ops[i].stage]];
+	return AP_OK;
+}
+
 /* --- CSR lists from (key, value) pairs ------------------------------------ */
 
 static inline int add_pair(int **buf, size_t *cap, int *np, int key, int val)
@@ -252,7 +297,8 @@ int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i)
 	const struct graph *g = s->g;
 	struct sim_work *w = s->w;
 	const struct plan_op *po = &pl->ops[i];
-	int64_t mb_n = g->batch / w->m, pb = plan_param_shard_bytes(&g->ops[i], po);
+	int64_t mb_n = g->batch / (w->mixed ? w->op_m[i] : w->m);
+	int64_t pb = plan_param_shard_bytes(&g->ops[i], po);
 	int64_t *cut[NDIMS];
 	int idx[NDIMS] = { 0 }, gs = w->shard_base[i], ncut = 0;
 
@@ -321,7 +367,7 @@ static int layout_shards(struct sim *s, const struct plan *pl)
  * the search for a sharer looks only at transfers to the same device. */
 static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 		     const int64_t *lo, const int64_t *hi, int64_t bytes,
-		     int no_grad, int *out)
+		     int no_grad, int pieces, int *out)
 {
 	struct sim_work *w = s->w;
 	int dst = w->shard_dev[gc];
@@ -359,8 +405,9 @@ static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 	memcpy(x->hi, hi, sizeof x->hi);
 	x->next_same = w->xhead[hk];
 	w->xhead[hk] = w->nxf;
-	/* A received input is kept until its first consumer's backward. */
-	w->act_bytes[gc] += bytes;
+	/* A received input is kept until its first consumer's backward: the
+	 * pieces of a finer producer's micro-batches that make one of its. */
+	w->act_bytes[gc] += pieces * bytes;
 	*out = w->nxf++;
 	return AP_OK;
 }
@@ -388,8 +435,11 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 	struct sim_work *w = s->w;
 	const struct shape *t = &s->g->ops[p].out;
 	const int *dc = pl->ops[c].degree, *dp = pl->ops[p].degree;
-	int64_t mb_n = s->g->batch / w->m, lo[NDIMS], hi[NDIMS];
 	int stage = w->stage_pos[pl->ops[c].stage];
+	/* between stages of different counts, a micro-batch of the finer */
+	int mc = w->mixed ? w->stage_m[stage] : w->m, mp = w->mixed ? w->op_m[p] : w->m;
+	int me = mc > mp ? mc : mp;
+	int64_t mb_n = s->g->batch / me, lo[NDIMS], hi[NDIMS], pn[2];
 	int no_grad = s->g->ops[p].kind == OP_INPUT;
 	int fol[NDIMS], ofs[NDIMS], ci[NDIMS] = { 0 }, n = 0, gc;
 
@@ -444,9 +494,23 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 			gp = w->shard_base[p] + kp;
 			plo = LO(w, gp);
 			phi = HI(w, gp);
+			if (mp != me) {
+				/* a coarser producer's part of each finer
+				 * micro-batch: its shard's region there */
+				int64_t sz = shape_extent(t, DIM_N, mb_n);
+
+				pn[0] = pi[DIM_N] * sz / dp[DIM_N];
+				pn[1] = (pi[DIM_N] + 1) * sz / dp[DIM_N];
+			} else {
+				pn[0] = plo[DIM_N];
+				pn[1] = phi[DIM_N];
+			}
 			for (int d = 0; d < NDIMS; d++) {
-				lo[d] = plo[d] > sp[d]->a ? plo[d] : sp[d]->a;
-				hi[d] = phi[d] < sp[d]->b ? phi[d] : sp[d]->b;
+				int64_t a = d == DIM_N ? pn[0] : plo[d];
+				int64_t b = d == DIM_N ? pn[1] : phi[d];
+
+				lo[d] = a > sp[d]->a ? a : sp[d]->a;
+				hi[d] = b < sp[d]->b ? b : sp[d]->b;
 				vol *= hi[d] > lo[d] ? hi[d] - lo[d] : 0;
 			}
 			if (vol <= 0)
@@ -457,7 +521,7 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 				int x;
 
 				st = find_xfer(s, gp, gc, c, stage, lo, hi,
-					       vol * BYTES_PER_ELEM, no_grad, &x);
+					       vol * BYTES_PER_ELEM, no_grad, me / mc, &x);
 				if (!st)
 					st = add_pair(&w->pairs, &w->cap_pairs, &np[0], gc,
 						      SRC_XFER(x));
@@ -530,6 +594,12 @@ static int csr_ends(int **end, size_t *cap, const int *ofs, int nkeys)
 
 #define ENDS(w, f, nkeys) csr_ends(&(w)->f##_end, &(w)->cap_##f##_end, (w)->f##_ofs, nkeys)
 
+/* Whether transfer t joins stages of different micro-batch counts. */
+static int rebatched(const struct sim_work *w, int t)
+{
+	return w->mixed && w->op_m[w->shard_op[w->xs[t].prod]] != w->stage_m[w->xf[t].stage];
+}
+
 /* Producer by producer, so transfers can be shared through xhead[]. */
 static int layout_transfers(struct sim *s, const struct plan *pl)
 {
@@ -544,18 +614,23 @@ static int layout_transfers(struct sim *s, const struct plan *pl)
 		st = CSR(w, w->pairs, np[0], w->nshards, fsrc);
 	if (!st)
 		st = CSR(w, w->bpairs, np[1], w->nshards, bsrc);
-	/* Which transfers to start after which op's forward and backward. */
-	n = 0;
-	for (int t = 0; t < w->nxf && !st; t++)
-		st = add_pair(&w->pairs, &w->cap_pairs, &n, w->shard_op[w->xs[t].prod], t);
-	if (!st)
-		st = CSR(w, w->pairs, n, g->nops, xff);
-	n = 0;
-	for (int t = 0; t < w->nxf && !st; t++)
-		if (!w->xf[t].no_grad)
-			st = add_pair(&w->pairs, &w->cap_pairs, &n, w->xf[t].emit_op, t);
-	if (!st)
-		st = CSR(w, w->pairs, n, g->nops, xfb);
+	/* Which transfers to start after which op's forward and backward;
+	 * those between stages of different counts apart. */
+	for (int re = 0; re <= w->mixed && !st; re++) {
+		n = 0;
+		for (int t = 0; t < w->nxf && !st; t++)
+			if (rebatched(w, t) == re)
+				st = add_pair(&w->pairs, &w->cap_pairs, &n,
+					      w->shard_op[w->xs[t].prod], t);
+		if (!st)
+			st = re ? CSR(w, w->pairs, n, g->nops, xffr) : CSR(w, w->pairs, n, g->nops, xff);
+		n = 0;
+		for (int t = 0; t < w->nxf && !st; t++)
+			if (!w->xf[t].no_grad && rebatched(w, t) == re)
+				st = add_pair(&w->pairs, &w->cap_pairs, &n, w->xf[t].emit_op, t);
+		if (!st)
+			st = re ? CSR(w, w->pairs, n, g->nops, xfbr) : CSR(w, w->pairs, n, g->nops, xfb);
+	}
 	if (!st && (ENDS(w, fsrc, w->nshards) || ENDS(w, bsrc, w->nshards) ||
 		    ENDS(w, xff, g->nops) || ENDS(w, xfb, g->nops) ||
 		    RESERVE(w, op_xbytes, (size_t)g->nops * 6)))
@@ -583,16 +658,37 @@ void sim_op_xbytes(struct sim_work *w, int i, int bwd)
 /* --- the order of the schedule ------------------------------------------- */
 
 /* Items run in the order of sched_order() (core/sched.c), the order the
- * runtime runs them in too. */
+ * runtime runs them in too; stages of different counts in that of
+ * sched_order_mixed(). */
 static int layout_items(struct sim *s, const struct plan *pl)
 {
 	struct sim_work *w = s->w;
+	int np = 0, st = AP_OK;
 
-	if (RESERVE(w, items, (size_t)2 * w->nstages * w->m))
-		return AP_EFAIL;
-	sched_order(pl->sched, w->nstages, w->stage_depth, w->m, w->items);
-	w->nitems = 2 * w->nstages * w->m;
-	return AP_OK;
+	if (!w->mixed) {
+		if (RESERVE(w, items, (size_t)2 * w->nstages * w->m))
+			return AP_EFAIL;
+		sched_order(pl->sched, w->nstages, w->stage_depth, w->m, w->items);
+		w->nitems = 2 * w->nstages * w->m;
+		return AP_OK;
+	}
+	w->nitems = 0;
+	for (int k = 0; k < w->nstages && !st; k++) {
+		w->nitems += 2 * w->stage_m[k];
+		for (int e = 0; e < pl->stages[k].nnext && !st; e++)
+			st = add_pair(&w->pairs, &w->cap_pairs, &np, k,
+				      w->stage_pos[pl->stages[k].next[e]]);
+	}
+	/* the stages' successors, a CSR list in tmp_ofs and tmp */
+	if (!st && RESERVE(w, items, w->nitems))
+		st = AP_EFAIL;
+	if (!st)
+		st = sim_build_csr(w, w->pairs, np, w->nstages, &w->tmp_ofs, &w->cap_tmp_ofs,
+				   &w->tmp, &w->cap_tmp);
+	if (!st && sched_order_mixed(pl->sched, w->nstages, w->stage_depth, w->stage_m,
+				     w->tmp_ofs, w->tmp, w->items))
+		st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
+	return st;
 }
 
 int sim_layout(struct sim *s, const struct plan *pl)
@@ -601,11 +697,12 @@ int sim_layout(struct sim *s, const struct plan *pl)
 
 	if (st)
 		return st;
-	s->w->m = pl->microbatches;
 	/* only an asynchronous schedule's iteration reads a link's busy
 	 * time (sim.c), and the scheduler's transfers skip it otherwise */
 	s->w->busy_links = sched_async(pl->sched);
 	st = layout_stages(s, pl);
+	if (!st)
+		st = layout_counts(s, pl);
 	if (!st)
 		st = layout_stage_ops(s, pl);
 	if (!st)

@@ -237,13 +237,58 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, double *t, double 
 	return st;
 }
 
+/* The transfers of op's step for micro-batch j between stages of
+ * different micro-batch counts (xffr and xfbr, sim_layout.c), forward or
+ * backward: each carries one micro-batch of the finer side.  A step of the
+ * coarser side sends r of them in turn, into the blocks of the r finer
+ * micro-batches its own holds; a step of the finer side sends one, into
+ * the block of the coarser micro-batch that holds its own, where the
+ * latest of the r is what the receiver waits for.  A recorded transfer
+ * carries the finer micro-batch's number. */
+static int resends(struct sim_work *w, int op, int bwd, int j)
+{
+	const int *list = bwd ? w->xfbr : w->xffr, *ofs = bwd ? w->xfbr_ofs : w->xffr_ofs;
+	const double *t = sim_times(w, bwd, j), *tc = sim_cps(w, bwd, j);
+	enum sim_task_kind kind = bwd ? TASK_SEND_GRAD : TASK_SEND_ACT;
+	int st = AP_OK;
+
+	for (int e = ofs[op]; e < ofs[op + 1] && !st; e++) {
+		const struct sim_xsched *x = &w->xs[list[e]];
+		const struct sim_xfer *xf = &w->xf[list[e]];
+		const int *res = bwd ? x->rres : x->res;
+		int pop = w->shard_op[x->prod], from = bwd ? x->cons : x->prod;
+		int ms = bwd ? w->stage_m[xf->stage] : w->op_m[pop];
+		int mr = bwd ? w->op_m[pop] : w->stage_m[xf->stage];
+		int n = ms < mr ? mr / ms : 1, out = SRC_XFER(list[e]);
+		struct tend ready = { t[from], w->lean ? 0 : tc[from] };
+
+		for (int k = 0; k < n && !st; k++) {
+			int i = ms < mr ? j * n + k : j / (ms / mr);
+			int first = ms < mr || j % (ms / mr) == 0;
+			double *to = sim_times(w, bwd, i), *toc = sim_cps(w, bwd, i), start;
+			struct tend end = occupy(w, res, res[1] >= 0 ? 2 : 1, 1, 1,
+						 w->busy_links && !w->lean, ready, x->dur_s, &start);
+
+			to[out] = first ? end.end : dmax(to[out], end.end);
+			if (!w->lean)
+				toc[out] = first ? end.cp : dmax(toc[out], end.cp);
+			w->link_bytes[xf->cls] += xf->bytes;
+			count(w, kind, 1);
+			if (w->record)
+				st = record(w, kind, res[0], pop, x->prod - w->shard_base[pop],
+					    ms < mr ? i : j, start, x->dur_s, xf->bytes);
+		}
+	}
+	return st;
+}
+
 /* The gradient all-reduces of op, after its last micro-batch's backward:
  * each group waits for all its members, runs its tasks in turn, and makes
  * the gradients of its devices ready for their update. */
-static int allreduce(struct sim *s, int op)
+static int allreduce(struct sim *s, int op, int last)
 {
 	struct sim_work *w = s->w;
-	const double *bt = sim_times(w, 1, w->m - 1), *btc = sim_cps(w, 1, w->m - 1);
+	const double *bt = sim_times(w, 1, last), *btc = sim_cps(w, 1, last);
 	int st = AP_OK;
 
 	for (int gi = w->op_grp_ofs[op]; gi < w->op_grp_end[op] && !st; gi++) {
@@ -298,8 +343,10 @@ step(struct sim *s, int op, int j, int bwd, int rec, int lean)
 		st = sends(w, op, 0, rec, lean, t, tc, j);
 	if (!st && bwd)
 		st = sends(w, op, 1, rec, lean, t, tc, j);
-	if (!st && bwd && j == w->m - 1)
-		st = allreduce(s, op);
+	if (!st && w->mixed)
+		st = resends(w, op, bwd, j);
+	if (!st && bwd && j == (w->mixed ? w->op_m[op] : w->m) - 1)
+		st = allreduce(s, op, j);
 	return st;
 }
 

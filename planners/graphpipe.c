@@ -58,6 +58,12 @@
  * gives each stage as many micro-batches in flight as there are stages on
  * its longest path to the sink and runs each backward as early as it can
  * (sim_layout.c).
+ *
+ * Stages of their own micro-batch counts (`stage-microbatches`, off by
+ * default because the runtime does not execute such plans yet): from the
+ * chosen plan, refine_counts() tries each stage at other counts by
+ * simulation (the simulator re-batches between stages of different
+ * counts, sim_layout.c).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -1122,6 +1128,64 @@ static int verify(struct gp *gp, int nverify, int *best, double *best_s)
 	return rc;
 }
 
+/* Whether stage s of p may run c micro-batches: a divisor of the batch
+ * that its devices divide (each takes a share of every micro-batch), and
+ * a count that divides or is divided by those of the stages joined to it
+ * (re-batching sends whole micro-batches of the finer side). */
+static int count_ok(const struct plan *p, int s, int c)
+{
+	if (c < 1 || p->batch % c || (p->batch / c) % p->stages[s].ndev)
+		return 0;
+	for (int t = 0; t < p->nstages; t++) {
+		int o = plan_stage_microbatches(p, t), joined = 0;
+
+		for (int e = 0; e < p->stages[s].nnext; e++)
+			joined |= p->stages[s].next[e] == t;
+		for (int e = 0; e < p->stages[t].nnext; e++)
+			joined |= p->stages[t].next[e] == s;
+		if (joined && c % o && o % c)
+			return 0;
+	}
+	return 1;
+}
+
+/* Per-stage micro-batch counts (`stage-microbatches`): GraphPipe gives
+ * every stage its own micro-batch size.  From the chosen plan, each stage
+ * in turn tries a quarter, half, twice and four times its count; a change
+ * is kept when the simulated iteration gets faster and fits memory, and
+ * passes repeat while one helps (at most three).  Stage ids are indices
+ * here (build()). */
+static int refine_counts(struct gp *gp, struct plan *p, double *best_s)
+{
+	static const int num[] = { 1, 1, 2, 4 }, den[] = { 4, 2, 1, 1 };
+	struct sim s;
+	int rc = sim_init(&s, gp->g, gp->in->p, gp->in->c), better = 1;
+
+	for (int pass = 0; pass < 3 && better && !rc; pass++) {
+		better = 0;
+		for (int st = 0; st < p->nstages && !rc; st++)
+			for (int k = 0; k < 4 && !rc && now_s() < gp->deadline; k++) {
+				int old = p->stages[st].microbatches;
+				int c = plan_stage_microbatches(p, st) * num[k] / den[k];
+				struct sim_result r;
+
+				if (plan_stage_microbatches(p, st) % den[k] || !count_ok(p, st, c))
+					continue;
+				p->stages[st].microbatches = c == p->microbatches ? 0 : c;
+				rc = sim_run(&s, p, NULL, &r);
+				if (!rc && !(r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes) &&
+				    r.iter_s < *best_s * (1 - 1e-9)) {
+					*best_s = r.iter_s;
+					better = 1;
+				} else {
+					p->stages[st].microbatches = old;
+				}
+			}
+	}
+	sim_release(&s);
+	return rc;
+}
+
 /* --- the planner ---------------------------------------------------------- */
 
 static void gp_release(struct gp *gp)
@@ -1293,6 +1357,8 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 			    gp.D);
 	if (!rc)
 		rc = build(&gp, &gp.cand[best], out);
+	if (!rc && planner_flag(in, "stage-microbatches") && out->sched != SCHED_GPIPE)
+		rc = refine_counts(&gp, out, &best_s);
 	if (!rc)
 		rc = plan_set_stat(out, "planner_est_ms", 1e3 * gp.cand[best].est);
 	if (!rc)
@@ -1316,6 +1382,9 @@ const struct planner planner_graphpipe = {
 		  "micro-batch counts tried: powers of two up to this" },
 		{ "verify", POPT_INT, "8", NULL,
 		  "candidate plans simulated (every one on graphs of at most 40 ops)" },
+		{ "stage-microbatches", POPT_FLAG, NULL, NULL,
+		  "let stages run their own micro-batch counts (simulated; the runtime "
+		  "refuses such plans)" },
 		{ 0 },
 	},
 };

@@ -164,6 +164,13 @@ static int tie_check(const struct graph *g, const struct plan *p, int i, const c
 int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
 		   const char *path)
 {
+	for (int s = 0; s < p->nstages; s++)
+		if (plan_stage_microbatches(p, s) != p->microbatches)
+			return ap_err(AP_EINPUT, path, 0,
+				      "stage %d runs %d micro-batches where the schedule has %d: "
+				      "stages of different micro-batch sizes are not executable "
+				      "by the runtime yet", p->stages[s].id,
+				      plan_stage_microbatches(p, s), p->microbatches);
 	for (int i = 0; i < g->nops; i++) {
 		const struct op *op = &g->ops[i];
 		int d;

@@ -436,12 +436,62 @@ static void test_dag_1f1b_in_flight(void **state)
 	unload(&x);
 }
 
+/* `stage-microbatches`: stages of their own micro-batch counts, never
+ * slower than the plan of one count, faster on candle_uno/summit-4x4
+ * (whose wide input stages gain from larger micro-batches than the
+ * stages after them), written and read back with the counts, and refused
+ * by the runtime with a message naming the stage. */
+static void test_stage_counts(void **state)
+{
+	static const char *const cases[][2] = { { "candle_uno", "summit-4x4" },
+						 { "dlrm", "summit-2x4" },
+						 { "gnmt", "pipedream-b" } };
+	char path[600], args[800], out[4096];
+
+	(void)state;
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct inst x;
+		struct plan one, own, back;
+		double t1, t2;
+
+		load(&x, NULL, cases[k][0], cases[k][1]);
+		run_graphpipe(&x, "graphpipe", &one, &t1);
+		run_graphpipe(&x, "graphpipe:stage-microbatches", &own, &t2);
+		assert_false(plan_mixed_microbatches(&one));
+		assert_true(t2 <= t1 * (1 + 1e-12));
+		if (k == 0) {
+			assert_true(plan_mixed_microbatches(&own));
+			assert_true(t2 < t1 * 0.99);
+			snprintf(path, sizeof path, "%s/counts.json", tmp_dir());
+			assert_int_equal(plan_write(&own, &x.g, path), AP_OK);
+			plan_init(&back);
+			assert_int_equal(plan_read(path, &x.g, &back), AP_OK);
+			for (int s = 0; s < own.nstages; s++)
+				assert_int_equal(plan_stage_microbatches(&back, s),
+						 plan_stage_microbatches(&own, s));
+			plan_release(&back);
+			snprintf(args, sizeof args,
+				 "plan -m candle_uno -c summit-4x4 -P graphpipe:stage-microbatches -o '%s'",
+				 path);
+			assert_int_equal(test_autopar(args, 0, out, sizeof out), 0);
+			snprintf(args, sizeof args, "run '%s' --steps 1", path);
+			assert_int_equal(test_autopar(args, 0, out, sizeof out), 2);
+			if (!strstr(out, "micro-batches where the schedule has"))
+				fail_msg("%s", out);
+		}
+		plan_release(&one);
+		plan_release(&own);
+		unload(&x);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matches_oracle),
 		cmocka_unit_test(test_multi_branch),
 		cmocka_unit_test(test_dag_1f1b_in_flight),
+		cmocka_unit_test(test_stage_counts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

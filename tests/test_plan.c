@@ -224,6 +224,7 @@ static void assert_plans_equal(const struct plan *a, const struct plan *b)
 				  b->stages[s].devices, b->stages[s].ndev);
 		assert_ints_equal(a->stages[s].next, a->stages[s].nnext,
 				  b->stages[s].next, b->stages[s].nnext);
+		assert_int_equal(plan_stage_microbatches(a, s), plan_stage_microbatches(b, s));
 	}
 	assert_int_equal(a->nops, b->nops);
 	for (int i = 0; i < a->nops; i++) {
@@ -272,6 +273,21 @@ static void test_stats(void **state)
 	plan_release(&p);
 	assert_int_equal(p.nstats, 0);
 	assert_null(p.stat_name);
+}
+
+/* Writes p to the scratch file `name`, reads it back into q, which must
+ * equal p; the text written (to free). */
+static char *write_read_back(const struct env *e, const struct plan *p, const char *name,
+			     struct plan *q)
+{
+	char path[PATH_MAX], *text;
+
+	tmp_path(e, name, path, sizeof path);
+	assert_int_equal(plan_write(p, &e->g, path), AP_OK);
+	text = slurp(path);
+	assert_int_equal(plan_read(path, &e->g, q), AP_OK);
+	assert_plans_equal(p, q);
+	return text;
 }
 
 static void test_round_trip(void **state)
@@ -338,13 +354,9 @@ static void test_round_trip(void **state)
 	/* A plan without predictions writes no "predicted" and reads back
 	 * as absent (negative), not as zeros. */
 	make_dp(&p, &e->g, 4);
-	tmp_path(e, "dp.json", path, sizeof path);
-	assert_int_equal(plan_write(&p, &e->g, path), AP_OK);
-	text = slurp(path);
+	text = write_read_back(e, &p, "dp.json", &r);
 	assert_null(strstr(text, "predicted"));
 	free(text);
-	assert_int_equal(plan_read(path, &e->g, &r), AP_OK);
-	assert_plans_equal(&p, &r);
 	assert_true(r.pred_iter_ms < 0 && r.pred_samples_per_s < 0 &&
 		    r.pred_bubble < 0 && r.pred_peak_mem_bytes < 0);
 	assert_int_equal(r.nstats, 0);
@@ -390,6 +402,55 @@ static void test_validate_accepts(void **state)
 	assert_true(p.pred_iter_ms < 0);
 	assert_int_equal(plan_validate(&p, &e->g, &e->c, path), AP_OK);
 	plan_release(&p);
+}
+
+/* A stage's own micro-batch count: written only where it differs from
+ * the schedule's, read back, validated (a divisor of the batch, counts of
+ * stages joined by `next` dividing one another, the n degree dividing the
+ * stage's micro-batch). */
+static void test_stage_microbatches(void **state)
+{
+	struct env *e = *state;
+	struct plan p, q;
+	char path[PATH_MAX], *text;
+
+	plan_init(&p);
+	plan_init(&q);
+	make_pipeline(&p, &e->g);
+	p.sched = SCHED_1F1B;
+	assert_false(plan_mixed_microbatches(&p));
+	tmp_path(e, "uniform.json", path, sizeof path);
+	assert_int_equal(plan_write(&p, &e->g, path), AP_OK);
+	text = slurp(path);
+	/* only the schedule names a count: existing plans read and write
+	 * as before */
+	assert_non_null(strstr(text, "\"microbatches\""));
+	assert_null(strstr(strstr(text, "\"microbatches\"") + 1, "\"microbatches\""));
+	free(text);
+
+	p.stages[1].microbatches = 4; /* 2 samples a micro-batch, n degree 2 */
+	assert_true(plan_mixed_microbatches(&p));
+	assert_int_equal(plan_stage_microbatches(&p, 0), 2);
+	assert_int_equal(plan_stage_microbatches(&p, 1), 4);
+	assert_int_equal(plan_validate(&p, &e->g, &e->c, "mixed"), AP_OK);
+	text = write_read_back(e, &p, "mixed.json", &q);
+	assert_non_null(strstr(text, "\"microbatches\": 4"));
+	free(text);
+	assert_int_equal(plan_validate(&q, &e->g, &e->c, "mixed.json"), AP_OK);
+
+	p.stages[1].microbatches = 8; /* 1 sample: n degree 2 cannot split it */
+	assert_int_equal(plan_validate(&p, &e->g, &e->c, "mixed"), AP_EINPUT);
+	assert_non_null(strstr(ap_last_error(), "ops.ln.degree.n"));
+	p.stages[1].microbatches = 3;
+	assert_int_equal(plan_validate(&p, &e->g, &e->c, "mixed"), AP_EINPUT);
+	assert_non_null(strstr(ap_last_error(), "stages[0].next[0]"));
+	assert_non_null(strstr(ap_last_error(), "divide one another"));
+	p.stages[1].microbatches = 0;
+	p.stages[0].microbatches = 3;
+	assert_int_equal(plan_validate(&p, &e->g, &e->c, "mixed"), AP_EINPUT);
+	assert_non_null(strstr(ap_last_error(), "stages[0].microbatches"));
+	plan_release(&p);
+	plan_release(&q);
 }
 
 /* The static memory check at its boundary: 8880 bytes for a full replica
@@ -728,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_validate_accepts),
+		cmocka_unit_test(test_stage_microbatches),
 		cmocka_unit_test(test_memory_bound),
 		cmocka_unit_test(test_bad_plans),
 		cmocka_unit_test(test_long_names),
