@@ -209,7 +209,7 @@ static void nccl_release(struct transport *t)
 static const struct transport_ops nccl_ops = {
 	"nccl",          nccl_isend, nccl_recv,    nccl_group, nccl_iallreduce,
 	nccl_wait_one,   nccl_wait,  nccl_progress, nccl_sum,  nccl_max,
-	nccl_barrier,    nccl_abort, nccl_release,
+	nccl_barrier,    nccl_abort, nccl_release, NULL,
 };
 
 /* Rank 0's unique id to every rank of inner, a byte per float (exact). */
