@@ -492,7 +492,7 @@ static int pairs(const struct exec *e, const struct sched_item *x, int nf, int n
  * m micro-batches fall in it: the step's loss is its own batch's.  The
  * first step starts at the beginning, the last one drains the pipeline.
  * Items of micro-batches past the run's last step are left out. */
-static int async_slice(struct exec *e, int64_t step)
+int exec_async_slice(struct exec *e, int64_t step)
 {
 	int64_t m = e->m, last = e->o.steps * m, K = e->K;
 	int predict = e->p->sched == SCHED_ASYNC_PREDICT;
@@ -547,7 +547,7 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 				return AP_EFAIL;
 		}
 	} else {
-		int n = async_slice(e, step);
+		int n = exec_async_slice(e, step);
 
 		if (n < 0)
 			return AP_EFAIL;
@@ -656,6 +656,19 @@ int exec_gather_params(struct exec *e, int i, float *full)
 	return AP_OK;
 }
 
+/* A transport that matches transfers in issue order learns the order
+ * (exec_order.c) before the first step. */
+static int tell_order(struct exec *e)
+{
+	struct xorder o;
+	int st = exec_order(e, &o);
+
+	if (!st)
+		st = e->t->ops->order(e->t, &o);
+	xorder_release(&o);
+	return st;
+}
+
 int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
 		const struct backend *be, struct transport *t, const struct exec_opts *o)
 {
@@ -685,6 +698,8 @@ int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
 	st = be->init();
 	if (!st)
 		st = exec_layout(e);
+	if (!st && t->ops->order)
+		st = tell_order(e);
 	if (st) {
 		exec_free(e);
 		return st;

@@ -17,7 +17,7 @@
  * micro-batch's forward used for its backward (Narayanan et al., SOSP
  * 2019, section 3.3).  Both asynchronous schedules stream micro-batches
  * across steps: step t runs the items of the stream whose keys fall in
- * its share (exec.c async_slice()), and only the last step drains.
+ * its share (exec.c exec_async_slice()), and only the last step drains.
  *
  * async-predict (core/sched.c) updates after every micro-batch as well,
  * but keeps no versions: a micro-batch's forward runs with the weights
@@ -85,5 +85,10 @@ int64_t exec_pairs(const struct exec *e);
  * holds g->ops[i].params floats there; other ranks pass NULL). */
 int exec_gather_params(struct exec *e, int i, float *full);
 void exec_free(struct exec *e);
+/* The stage transfers e sends and receives, per peer, in the order its
+ * steps issue them (exec_order.c, struct xorder in transport.h);
+ * xorder_release() frees it. */
+int exec_order(struct exec *e, struct xorder *o);
+void xorder_release(struct xorder *o);
 
 #endif

@@ -130,6 +130,10 @@ static inline struct rshard *exec_weight_owner(struct exec *e, struct rshard *s)
 	return s->tied >= 0 ? &e->sh[s->tied] : s;
 }
 
+/* exec.c: an asynchronous schedule's items of step `step` into e->slice,
+ * in order; their number, or -1 (AP_EFAIL reported) */
+int exec_async_slice(struct exec *e, int64_t step);
+
 /* exec_layout.c */
 int exec_layout(struct exec *e);
 void exec_layout_release(struct exec *e);

@@ -18,6 +18,19 @@
 
 struct transport;
 
+/* The stage transfers of one rank (exec_order.c): per peer d, the tags it
+ * sends to d in the order it issues them, stags[sofs[d] .. sofs[d + 1]),
+ * and the tags it receives from d in the order it asks for them,
+ * rtags[rofs[d] .. rofs[d + 1]).  With cyclic, the lists are one step and
+ * every step repeats them (the synchronous schedules); else they are the
+ * whole run.  Tags below ntags are stage transfers, of len[tag] floats
+ * each; the others (parameter gathers) are not ordered. */
+struct xorder {
+	int size, cyclic, ntags;
+	int *sofs, *stags, *rofs, *rtags;
+	int64_t *len;
+};
+
 struct transport_ops {
 	const char *name;
 	int (*isend)(struct transport *t, const float *buf, int64_t n, int dst, int tag,
@@ -41,6 +54,10 @@ struct transport_ops {
 	/* ends the whole job now with exit code `code` */
 	void (*abort)(struct transport *t, int code);
 	void (*release)(struct transport *t);
+	/* Only where point-to-point messages match in issue order, not by
+	 * tag (NCCL), else NULL: the stage transfers this rank will send and
+	 * receive, before the first (collective). */
+	int (*order)(struct transport *t, const struct xorder *o);
 };
 
 struct transport {
@@ -67,9 +84,10 @@ int transport_staged_init(struct transport *t, struct transport *inner,
 			  const struct backend *be);
 /* transport_nccl.cu: one rank per GPU; gradients all-reduced by NCCL on
  * ncclCommSplit groups, on a stream of their own so they overlap the
- * backward; transfers as transport_staged (tagged messages, which NCCL's
- * in-order point-to-point cannot match).  Collective over inner's ranks;
- * without NCCL in the build it says so. */
+ * backward; stage transfers by NCCL send/recv in the order `order` gives,
+ * on a communicator and stream per ordered pair of ranks; other messages
+ * as transport_staged.  Collective over inner's ranks; without NCCL in the
+ * build it says so. */
 int transport_nccl_init(struct transport *t, struct transport *inner,
 			const struct backend *be);
 /* 1 when this build has the NCCL transport */

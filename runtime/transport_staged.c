@@ -6,7 +6,8 @@
  * copies down, sums on the host and copies back before it returns, so it
  * completes at once.  This is how multi-rank plans run where NCCL cannot
  * (several ranks on one GPU, DESIGN section 7), and how the NCCL
- * transport carries tagged transfers.  With the CPU backend the copies
+ * transport carries the messages that are not stage transfers (parameter
+ * gathers).  With the CPU backend the copies
  * are plain memcpy, which makes it testable without a device.
  */
 #include "transport.h"

@@ -95,6 +95,42 @@ static inline void rt_pipeline_plan(const char *model, int64_t batch, const char
 	graph_release(&g);
 }
 
+/* branchy_small, batch 8, as a DAG of stages under `sched` with 2
+ * micro-batches, into path: stem and the pool branch on rank 0, the conv branch on rank 1, the head
+ * back on rank 0: stages 0 -> {1, 2}, 1 -> 2 */
+static inline void rt_dag_plan(const char *path, enum sched_kind sched)
+{
+	static const char *const branch[] = { "b.conv1", "b.relu", "b.conv2" };
+	static const char *const head[] = { "cat", "flatten", "fc", "loss" };
+	struct graph g;
+	struct plan p;
+	int zero = 0, one = 1, two = 2, next0[2] = { 1, 2 };
+
+	graph_init(&g);
+	plan_init(&p);
+	assert_int_equal(model_load("branchy_small", 8, &g), 0);
+	assert_int_equal(plan_alloc(&p, &g, 3), 0);
+	snprintf(p.cluster, sizeof p.cluster, "cpu-1x2");
+	p.sched = sched;
+	p.microbatches = 2;
+	assert_int_equal(plan_set_devices(&p.stages[0].devices, &p.stages[0].ndev, &zero, 1), 0);
+	assert_int_equal(plan_set_devices(&p.stages[1].devices, &p.stages[1].ndev, &one, 1), 0);
+	assert_int_equal(plan_set_devices(&p.stages[2].devices, &p.stages[2].ndev, &zero, 1), 0);
+	assert_int_equal(plan_set_devices(&p.stages[0].next, &p.stages[0].nnext, next0, 2), 0);
+	assert_int_equal(plan_set_devices(&p.stages[1].next, &p.stages[1].nnext, &two, 1), 0);
+	for (int k = 0; k < 3; k++) {
+		int i = graph_find(&g, branch[k]);
+
+		p.ops[i].stage = 1;
+		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, &one, 1), 0);
+	}
+	for (int k = 0; k < 4; k++)
+		p.ops[graph_find(&g, head[k])].stage = 2;
+	assert_int_equal(plan_write(&p, &g, path), 0);
+	plan_release(&p);
+	graph_release(&g);
+}
+
 /* A one-stage plan on device 0 in which op `name` alone is split as
  * degree[] says over devices 0 .. product - 1. */
 static inline void rt_split_plan(const char *model, const char *cluster, const char *name,

@@ -63,42 +63,14 @@ static void test_async(void **state)
 	assert_true(fabs(a - s) > 1e-4);
 }
 
-/* stem and the pool branch on rank 0, the conv branch on rank 1, the head
- * back on rank 0: stages 0 -> {1, 2}, 1 -> 2 */
+/* branchy_small as a DAG of stages (rt_dag_plan) */
 static void test_dag_of_stages(void **state)
 {
-	static const char *const branch[] = { "b.conv1", "b.relu", "b.conv2" };
-	static const char *const head[] = { "cat", "flatten", "fc", "loss" };
-	struct graph g;
-	struct plan p;
 	char path[1024];
-	int zero = 0, one = 1, two = 2, next0[2] = { 1, 2 };
 
 	(void)state;
-	graph_init(&g);
-	plan_init(&p);
-	assert_int_equal(model_load("branchy_small", 8, &g), 0);
-	assert_int_equal(plan_alloc(&p, &g, 3), 0);
-	snprintf(p.cluster, sizeof p.cluster, "cpu-1x2");
-	p.sched = SCHED_1F1B;
-	p.microbatches = 2;
-	assert_int_equal(plan_set_devices(&p.stages[0].devices, &p.stages[0].ndev, &zero, 1), 0);
-	assert_int_equal(plan_set_devices(&p.stages[1].devices, &p.stages[1].ndev, &one, 1), 0);
-	assert_int_equal(plan_set_devices(&p.stages[2].devices, &p.stages[2].ndev, &zero, 1), 0);
-	assert_int_equal(plan_set_devices(&p.stages[0].next, &p.stages[0].nnext, next0, 2), 0);
-	assert_int_equal(plan_set_devices(&p.stages[1].next, &p.stages[1].nnext, &two, 1), 0);
-	for (int k = 0; k < 3; k++) {
-		int i = graph_find(&g, branch[k]);
-
-		p.ops[i].stage = 1;
-		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, &one, 1), 0);
-	}
-	for (int k = 0; k < 4; k++)
-		p.ops[graph_find(&g, head[k])].stage = 2;
 	snprintf(path, sizeof path, "%s/branchy-dag.json", tmp_dir());
-	assert_int_equal(plan_write(&p, &g, path), 0);
-	plan_release(&p);
-	graph_release(&g);
+	rt_dag_plan(path, SCHED_1F1B);
 	rt_check_plan(path, "branchy_small as a DAG of stages");
 }
 
