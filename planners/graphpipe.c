@@ -14,7 +14,15 @@
  * topological order (adding edges only narrows the plans, never breaks
  * one).  Series children are flattened, so a chain is one series of
  * single operators, and the branches of a parallel composition are
- * ordered by their compute, lightest first.  A depth-first walk then
+ * ordered by their compute, lightest first.  Units: while the tree has
+ * more than `max-units` leaves, the two adjacent leaves of a series with
+ * the least compute together become one leaf, a unit of several
+ * operators (a series left with one child becomes that leaf), as
+ * PipeDream's planner merges its units; no stage boundary falls inside a
+ * unit, and a graph of at most max-units operators keeps one leaf per
+ * operator.  The DP's work grows with the square of a series' length,
+ * so long chains (mmt's) cost max-units squared, not their length
+ * squared.  A depth-first walk then
  * numbers the operators so that every node, every run of a series' children
  * and every run of a parallel composition's branches is a contiguous
  * interval: a stage is such an interval, run data parallel on its own
@@ -72,7 +80,8 @@
 enum { GP_LEAF, GP_SERIES, GP_PAR };
 
 struct gp_node {
-	int kind, op;      /* op: GP_LEAF */
+	int kind, op, nop; /* GP_LEAF: its first op and how many, linked
+			    * through gp.next_op */
 	int kid_ofs, nkid; /* children in gp.kids */
 	int lo, hi;        /* its operators: positions lo..hi-1 of gp.ord */
 	double weight;     /* compute, for ordering branches */
@@ -166,7 +175,8 @@ struct gp {
 	int ncst;
 	int *clab;
 	size_t cap_clab;
-	int *leaf_of; /* each op's leaf */
+	int *next_op; /* the next op of its leaf, or -1 */
+	int max_units, nunits;
 	double deadline;
 };
 
@@ -182,6 +192,9 @@ static int new_node(struct gp *gp, int kind, int op)
 	memset(x, 0, sizeof *x);
 	x->kind = kind;
 	x->op = op;
+	x->nop = op >= 0;
+	if (op >= 0)
+		gp->next_op[op] = -1;
 	return gp->nnode++;
 }
 
@@ -383,12 +396,81 @@ static double weigh(struct gp *gp, int id, const double *op_w)
 	struct gp_node *x = &gp->node[id];
 	double w = 0;
 
-	if (x->kind == GP_LEAF)
-		w = op_w[x->op];
+	for (int i = x->kind == GP_LEAF ? x->op : -1; i >= 0; i = gp->next_op[i])
+		w += op_w[i];
 	for (int k = 0; k < x->nkid; k++)
 		w += weigh(gp, gp->kids[x->kid_ofs + k], op_w);
 	gp->node[id].weight = w;
 	return w;
+}
+
+/* The live series nodes under id, into *ids. */
+static void list_series(const struct gp *gp, int id, int *ids, int *n)
+{
+	const struct gp_node *x = &gp->node[id];
+
+	if (x->kind == GP_SERIES)
+		ids[(*n)++] = id;
+	for (int k = 0; k < x->nkid; k++)
+		list_series(gp, gp->kids[x->kid_ofs + k], ids, n);
+}
+
+/* Merges the leaves of series into units until at most max_units remain:
+ * the two adjacent leaves of a series with the least compute together
+ * first; a series left with one child becomes that leaf.  Returns the
+ * number of units (leaves). */
+static int coarsen(struct gp *gp)
+{
+	int units = gp->n, nser = 0;
+	int *ser = malloc((size_t)gp->nnode * sizeof *ser);
+
+	if (!ser)
+		return -1;
+	list_series(gp, gp->root, ser, &nser);
+	while (units > gp->max_units) {
+		int bs = -1, bk = 0;
+		double bw = INFINITY;
+
+		for (int s = 0; s < nser; s++) {
+			const struct gp_node *x = &gp->node[ser[s]];
+			const int *kid = gp->kids + x->kid_ofs;
+
+			for (int k = 0; x->kind == GP_SERIES && k + 1 < x->nkid; k++) {
+				const struct gp_node *a = &gp->node[kid[k]], *b = &gp->node[kid[k + 1]];
+
+				if (a->kind == GP_LEAF && b->kind == GP_LEAF &&
+				    a->weight + b->weight < bw) {
+					bw = a->weight + b->weight;
+					bs = ser[s];
+					bk = k;
+				}
+			}
+		}
+		if (bs < 0)
+			break;
+		{
+			struct gp_node *x = &gp->node[bs];
+			int *kid = gp->kids + x->kid_ofs;
+			struct gp_node *a = &gp->node[kid[bk]], *b = &gp->node[kid[bk + 1]];
+			int i = a->op;
+
+			while (gp->next_op[i] >= 0)
+				i = gp->next_op[i];
+			gp->next_op[i] = b->op;
+			a->nop += b->nop;
+			a->weight += b->weight;
+			memmove(kid + bk + 1, kid + bk + 2, (size_t)(x->nkid - bk - 2) * sizeof *kid);
+			if (--x->nkid == 1) {
+				x->kind = GP_LEAF;
+				x->op = a->op;
+				x->nop = a->nop;
+				x->nkid = 0;
+			}
+		}
+		units--;
+	}
+	free(ser);
+	return units;
 }
 
 /* Lightest branches first, so that runs of similar branches are
@@ -401,10 +483,9 @@ static void number(struct gp *gp, int id, size_t *tab)
 	x->lo = gp->nord;
 	x->tab = (int)*tab;
 	*tab += (size_t)(x->kind == GP_LEAF ? 2 : x->nkid + 1) * (gp->D + 1);
-	if (x->kind == GP_LEAF) {
-		gp->leaf_of[x->op] = id;
-		gp->at[x->op] = gp->nord;
-		gp->ord[gp->nord++] = x->op;
+	for (int i = x->kind == GP_LEAF ? x->op : -1; i >= 0; i = gp->next_op[i]) {
+		gp->at[i] = gp->nord;
+		gp->ord[gp->nord++] = i;
 	}
 	if (x->kind == GP_PAR)
 		qsort_r(gp->kids + x->kid_ofs, (size_t)x->nkid, sizeof *gp->kids,
@@ -1148,7 +1229,7 @@ static void gp_release(struct gp *gp)
 	free(gp->cand);
 	free(gp->cst);
 	free(gp->clab);
-	free(gp->leaf_of);
+	free(gp->next_op);
 }
 
 /* Everything the DP reads per position: prefix sums of parameters,
@@ -1210,9 +1291,9 @@ static int setup(struct gp *gp)
 	gp->ord = calloc((size_t)n, sizeof *gp->ord);
 	gp->at = calloc((size_t)n, sizeof *gp->at);
 	gp->seen = calloc((size_t)n, sizeof *gp->seen);
-	gp->leaf_of = calloc((size_t)n, sizeof *gp->leaf_of);
+	gp->next_op = calloc((size_t)n, sizeof *gp->next_op);
 	op_w = calloc((size_t)n, sizeof *op_w);
-	if (!gp->mark || !gp->pos || !gp->ord || !gp->at || !gp->seen || !gp->leaf_of ||
+	if (!gp->mark || !gp->pos || !gp->ord || !gp->at || !gp->seen || !gp->next_op ||
 	    !op_w) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
@@ -1233,6 +1314,11 @@ static int setup(struct gp *gp)
 		goto out;
 	}
 	weigh(gp, gp->root, op_w);
+	gp->nunits = coarsen(gp);
+	if (gp->nunits < 0) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
+	}
 	for (int64_t d = 1; d <= g->batch && gp->ndiv < 64; d++)
 		if (g->batch % d == 0)
 			gp->div[gp->ndiv++] = d;
@@ -1271,6 +1357,9 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 	if (max_m < 1 || nverify < 1)
 		return ap_err(AP_EINPUT, "graphpipe", 0,
 			      "max-microbatches and verify must be at least 1");
+	gp.max_units = (int)planner_real(in, "max-units");
+	if (gp.max_units < 2)
+		return ap_err(AP_EINPUT, "graphpipe", 0, "max-units must be at least 2");
 	gp.deadline = now_s() + 0.8 * in->budget_s;
 	gp.mem = c->mem_bytes > 0 ? (double)c->mem_bytes : (double)in->p->dev.mem_bytes;
 	rc = setup(&gp);
@@ -1302,6 +1391,8 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 							(double)in->g->batch);
 	if (!rc)
 		rc = plan_set_stat(out, "candidates", gp.ncand);
+	if (!rc)
+		rc = plan_set_stat(out, "units", gp.nunits);
 	gp_release(&gp);
 	return rc;
 }
@@ -1316,6 +1407,8 @@ const struct planner planner_graphpipe = {
 		  "micro-batch counts tried: powers of two up to this" },
 		{ "verify", POPT_INT, "8", NULL,
 		  "candidate plans simulated (every one on graphs of at most 40 ops)" },
+		{ "max-units", POPT_INT, "128", NULL,
+		  "at most this many units (adjacent ops of a series merged, least compute first)" },
 		{ 0 },
 	},
 };
