@@ -725,9 +725,11 @@ static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_
 		if (st)
 			continue;
 		if (gp->feas) {
+			/* device counts ascend: the first that meets T is the
+			 * fewest, and the run can grow (st < 2) */
 			if (R[0].lat + dc <= gp->D)
 				relax(&out[0], R[0].lat + dc, how->from, dc, how->how, how->br);
-			continue;
+			break;
 		}
 		for (int d = dc + r0; d <= gp->D; d++) {
 			const struct gp_cell *r = &R[d - dc];
