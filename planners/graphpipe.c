@@ -79,6 +79,9 @@
 
 enum { GP_LEAF, GP_SERIES, GP_PAR };
 
+/* The binary search on the target stops at this relative gap. */
+#define GP_GAP 0.01
+
 struct gp_node {
 	int kind, op, nop; /* GP_LEAF: its first op and how many, linked
 			    * through gp.next_op */
@@ -1027,7 +1030,7 @@ static int bound_m(struct gp *gp, int m, struct gp_mres *r)
 	st = try_target(gp, hi, &dv, 0);
 	if (st <= 0)
 		return st; /* nothing fits memory with m micro-batches */
-	for (int it = 0; it < 12 && now_s() < gp->deadline; it++) {
+	for (int it = 0; it < 12 && hi > lo * (1 + GP_GAP) && now_s() < gp->deadline; it++) {
 		double mid = sqrt(lo * hi);
 
 		st = try_target(gp, mid, &dv, 0);
