@@ -121,6 +121,7 @@ struct gp_cell {
  * -1 where not. */
 struct gp_piece {
 	int from, how, br, x_lo, y_hi;
+	int mono; /* the row it follows never grows with d */
 };
 
 struct gp_stage {
@@ -711,6 +712,11 @@ static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_
 		       const struct gp_piece *how)
 {
 	int grow_on = 0, r0 = 0;
+	/* with R nonincreasing in d and no branches hiding, a device count
+	 * whose stage is no faster than a smaller count's offers every cell
+	 * a value no better than the smaller count offers it first */
+	int prune = how->mono && how->x_lo < 0 && how->y_hi < 0;
+	double best_own = INFINITY;
 
 	/* the loop over d is the DP's inner loop: it starts where row R
 	 * has a plan, and an infinite latency stays infinite through the
@@ -723,6 +729,7 @@ static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_
 		double under = how->y_hi >= 0 ? c[how->y_hi] - c[run->a] : 0;
 		struct gp_eval ev;
 		int dc = dv->d[t], st = eval(gp, run, dc, dv->sidx[t], &ev);
+		double own;
 
 		grow_on |= st < 2;
 		if (st)
@@ -734,13 +741,27 @@ static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_
 				relax(&out[0], R[0].lat + dc, how->from, dc, how->how, how->br);
 			break;
 		}
+		own = ev.lat + ev.ar;
+		if (prune) {
+			if (own >= best_own)
+				continue;
+			best_own = own;
+		}
+		/* the objective: latency plus the all-reduce the backward does
+		 * not hide (exposed in the first stage of a path, a bound
+		 * elsewhere); the earlier stage's branches hide behind this
+		 * one's.  Without hiding (a row's hide is 0 unless it is an H
+		 * or G row), a series only adds. */
+		if (!par && how->x_lo < 0 && how->y_hi < 0) {
+			for (int d = dc + r0; d <= gp->D; d++)
+				if (R[d - dc].lat + own < out[d].lat)
+					relax(&out[d], R[d - dc].lat + own, how->from, dc,
+					      how->how, how->br);
+			continue;
+		}
 		for (int d = dc + r0; d <= gp->D; d++) {
 			const struct gp_cell *r = &R[d - dc];
-			/* the objective: latency plus the all-reduce the backward
-			 * does not hide (exposed in the first stage of a path,
-			 * a bound elsewhere); the earlier stage's branches hide
-			 * behind this one's */
-			double own = ev.lat + ev.ar, lat;
+			double lat;
 
 			if (par)
 				lat = r->lat > own ? r->lat : own;
@@ -785,7 +806,7 @@ static void dp_merge(struct gp *gp, int id, int p, const struct gp_devs *dv)
 		for (int s = 1; s < y->nkid; s++) {
 			run_extend(gp, &run, kid_lo(gp, y, s));
 			if (!relax_stage(gp, &run, dv, R, hg(gp, c, 0, s), 0,
-					 &(struct gp_piece){ i, GP_WHOLE, 0, y->lo, -1 }))
+					 &(struct gp_piece){ i, GP_WHOLE, 0, y->lo, -1, 0 }))
 				break;
 		}
 	}
@@ -804,7 +825,7 @@ static void dp_merge(struct gp *gp, int id, int p, const struct gp_devs *dv)
 		for (int j = p + 2; j <= x->nkid; j++) {
 			run_extend(gp, &run, kid_hi(gp, x, j - 1));
 			if (!relax_stage(gp, &run, dv, G, row(gp, id, j), 0,
-					 &(struct gp_piece){ p, GP_MERGE, t, -1, y->hi }))
+					 &(struct gp_piece){ p, GP_MERGE, t, -1, y->hi, 0 }))
 				break;
 		}
 	}
@@ -824,6 +845,7 @@ static void dp_node(struct gp *gp, int id, const struct gp_devs *dv)
 	for (int i = 0; i < k; i++) {
 		const struct gp_cell *R = row(gp, id, i);
 		struct gp_run run;
+		int mono = 1;
 
 		if (isinf(R[D].lat))
 			continue;
@@ -837,10 +859,12 @@ static void dp_node(struct gp *gp, int id, const struct gp_devs *dv)
 					row(gp, c, nkid_eff(&gp->node[c])), par, i, GP_OWN);
 		}
 		run_start(gp, &run, kid_lo(gp, x, i));
+		for (int d = 1; d <= D && mono; d++)
+			mono = !(R[d].lat > R[d - 1].lat);
 		for (int j = i + 1; j <= k; j++) {
 			run_extend(gp, &run, kid_hi(gp, x, j - 1));
 			if (!relax_stage(gp, &run, dv, R, row(gp, id, j), par,
-					 &(struct gp_piece){ i, GP_WHOLE, 0, -1, -1 }))
+					 &(struct gp_piece){ i, GP_WHOLE, 0, -1, -1, mono }))
 				break;
 		}
 	}
