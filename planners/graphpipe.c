@@ -67,7 +67,7 @@
  * first are exact; with units they cut mmt's search on 32 devices about
  * five-fold.  What remains: the candidates' DPs (the loosest
  * target of each m and up to five looser ones per m and link guess)
- * about half, the feasibility DPs a quarter, the simulations of
+ * about half, the feasibility DPs a third, the simulations of
  * `verify` and the profile lookups of each shard size the rest.
  *
  * Choice.  The smallest feasible T of each m and a few looser targets
