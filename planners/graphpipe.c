@@ -14,7 +14,15 @@
  * topological order (adding edges only narrows the plans, never breaks
  * one).  Series children are flattened, so a chain is one series of
  * single operators, and the branches of a parallel composition are
- * ordered by their compute, lightest first.  A depth-first walk then
+ * ordered by their compute, lightest first.  Units: while the tree has
+ * more than `max-units` leaves, the two adjacent leaves of a series with
+ * the least compute together become one leaf, a unit of several
+ * operators (a series left with one child becomes that leaf), as
+ * PipeDream's planner merges its units; no stage boundary falls inside a
+ * unit, and a graph of at most max-units operators keeps one leaf per
+ * operator.  The DP's work grows with the square of a series' length,
+ * so long chains (mmt's) cost max-units squared, not their length
+ * squared.  A depth-first walk then
  * numbers the operators so that every node, every run of a series' children
  * and every run of a parallel composition's branches is a contiguous
  * interval: a stage is such an interval, run data parallel on its own
@@ -49,6 +57,19 @@
  * hold in flight under 1F1B: at most m, and at most one more than the
  * devices the stages after it can use.
  *
+ * Search cost.  The binary search stops when its bracket is within 1%
+ * (GP_GAP).  A feasibility step tries a run's device counts in
+ * ascending order and stops at the first that meets T, the fewest.  A
+ * candidates' step skips, after a row that never grows with d, a device
+ * count whose stage is no faster than a smaller count's (every cell it
+ * could reach gets a value at least as good first), and relaxes a plain
+ * series (no branches hiding) in a loop that only adds.  All but the
+ * first are exact; with units they cut mmt's search on 32 devices about
+ * five-fold.  What remains: the candidates' DPs (the loosest
+ * target of each m and up to five looser ones per m and link guess)
+ * about half, the feasibility DPs a third, the simulations of
+ * `verify` and the profile lookups of each shard size the rest.
+ *
  * Choice.  The smallest feasible T of each m and a few looser targets
  * (a looser bottleneck can buy a shallower pipeline) give candidate
  * plans, ranked by the 1F1B estimate latency + (m - 1) x the slowest
@@ -77,8 +98,12 @@
 
 enum { GP_LEAF, GP_SERIES, GP_PAR };
 
+/* The binary search on the target stops at this relative gap. */
+#define GP_GAP 0.01
+
 struct gp_node {
-	int kind, op;      /* op: GP_LEAF */
+	int kind, op, nop; /* GP_LEAF: its first op and how many, linked
+			    * through gp.next_op */
 	int kid_ofs, nkid; /* children in gp.kids */
 	int lo, hi;        /* its operators: positions lo..hi-1 of gp.ord */
 	double weight;     /* compute, for ordering branches */
@@ -115,6 +140,7 @@ struct gp_cell {
  * -1 where not. */
 struct gp_piece {
 	int from, how, br, x_lo, y_hi;
+	int mono; /* the row it follows never grows with d */
 };
 
 struct gp_stage {
@@ -172,7 +198,8 @@ struct gp {
 	int ncst;
 	int *clab;
 	size_t cap_clab;
-	int *leaf_of; /* each op's leaf */
+	int *next_op; /* the next op of its leaf, or -1 */
+	int max_units, nunits;
 	double deadline;
 };
 
@@ -188,6 +215,9 @@ static int new_node(struct gp *gp, int kind, int op)
 	memset(x, 0, sizeof *x);
 	x->kind = kind;
 	x->op = op;
+	x->nop = op >= 0;
+	if (op >= 0)
+		gp->next_op[op] = -1;
 	return gp->nnode++;
 }
 
@@ -389,12 +419,81 @@ static double weigh(struct gp *gp, int id, const double *op_w)
 	struct gp_node *x = &gp->node[id];
 	double w = 0;
 
-	if (x->kind == GP_LEAF)
-		w = op_w[x->op];
+	for (int i = x->kind == GP_LEAF ? x->op : -1; i >= 0; i = gp->next_op[i])
+		w += op_w[i];
 	for (int k = 0; k < x->nkid; k++)
 		w += weigh(gp, gp->kids[x->kid_ofs + k], op_w);
 	gp->node[id].weight = w;
 	return w;
+}
+
+/* The live series nodes under id, into *ids. */
+static void list_series(const struct gp *gp, int id, int *ids, int *n)
+{
+	const struct gp_node *x = &gp->node[id];
+
+	if (x->kind == GP_SERIES)
+		ids[(*n)++] = id;
+	for (int k = 0; k < x->nkid; k++)
+		list_series(gp, gp->kids[x->kid_ofs + k], ids, n);
+}
+
+/* Merges the leaves of series into units until at most max_units remain:
+ * the two adjacent leaves of a series with the least compute together
+ * first; a series left with one child becomes that leaf.  Returns the
+ * number of units (leaves). */
+static int coarsen(struct gp *gp)
+{
+	int units = gp->n, nser = 0;
+	int *ser = malloc((size_t)gp->nnode * sizeof *ser);
+
+	if (!ser)
+		return -1;
+	list_series(gp, gp->root, ser, &nser);
+	while (units > gp->max_units) {
+		int bs = -1, bk = 0;
+		double bw = INFINITY;
+
+		for (int s = 0; s < nser; s++) {
+			const struct gp_node *x = &gp->node[ser[s]];
+			const int *kid = gp->kids + x->kid_ofs;
+
+			for (int k = 0; x->kind == GP_SERIES && k + 1 < x->nkid; k++) {
+				const struct gp_node *a = &gp->node[kid[k]], *b = &gp->node[kid[k + 1]];
+
+				if (a->kind == GP_LEAF && b->kind == GP_LEAF &&
+				    a->weight + b->weight < bw) {
+					bw = a->weight + b->weight;
+					bs = ser[s];
+					bk = k;
+				}
+			}
+		}
+		if (bs < 0)
+			break;
+		{
+			struct gp_node *x = &gp->node[bs];
+			int *kid = gp->kids + x->kid_ofs;
+			struct gp_node *a = &gp->node[kid[bk]], *b = &gp->node[kid[bk + 1]];
+			int i = a->op;
+
+			while (gp->next_op[i] >= 0)
+				i = gp->next_op[i];
+			gp->next_op[i] = b->op;
+			a->nop += b->nop;
+			a->weight += b->weight;
+			memmove(kid + bk + 1, kid + bk + 2, (size_t)(x->nkid - bk - 2) * sizeof *kid);
+			if (--x->nkid == 1) {
+				x->kind = GP_LEAF;
+				x->op = a->op;
+				x->nop = a->nop;
+				x->nkid = 0;
+			}
+		}
+		units--;
+	}
+	free(ser);
+	return units;
 }
 
 /* Lightest branches first, so that runs of similar branches are
@@ -407,10 +506,9 @@ static void number(struct gp *gp, int id, size_t *tab)
 	x->lo = gp->nord;
 	x->tab = (int)*tab;
 	*tab += (size_t)(x->kind == GP_LEAF ? 2 : x->nkid + 1) * (gp->D + 1);
-	if (x->kind == GP_LEAF) {
-		gp->leaf_of[x->op] = id;
-		gp->at[x->op] = gp->nord;
-		gp->ord[gp->nord++] = x->op;
+	for (int i = x->kind == GP_LEAF ? x->op : -1; i >= 0; i = gp->next_op[i]) {
+		gp->at[i] = gp->nord;
+		gp->ord[gp->nord++] = i;
 	}
 	if (x->kind == GP_PAR)
 		qsort_r(gp->kids + x->kid_ofs, (size_t)x->nkid, sizeof *gp->kids,
@@ -633,6 +731,11 @@ static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_
 		       const struct gp_piece *how)
 {
 	int grow_on = 0, r0 = 0;
+	/* with R nonincreasing in d and no branches hiding, a device count
+	 * whose stage is no faster than a smaller count's offers every cell
+	 * a value no better than the smaller count offers it first */
+	int prune = how->mono && how->x_lo < 0 && how->y_hi < 0;
+	double best_own = INFINITY;
 
 	/* the loop over d is the DP's inner loop: it starts where row R
 	 * has a plan, and an infinite latency stays infinite through the
@@ -645,22 +748,39 @@ static int relax_stage(struct gp *gp, const struct gp_run *run, const struct gp_
 		double under = how->y_hi >= 0 ? c[how->y_hi] - c[run->a] : 0;
 		struct gp_eval ev;
 		int dc = dv->d[t], st = eval(gp, run, dc, dv->sidx[t], &ev);
+		double own;
 
 		grow_on |= st < 2;
 		if (st)
 			continue;
 		if (gp->feas) {
+			/* device counts ascend: the first that meets T is the
+			 * fewest, and the run can grow (st < 2) */
 			if (R[0].lat + dc <= gp->D)
 				relax(&out[0], R[0].lat + dc, how->from, dc, how->how, how->br);
+			break;
+		}
+		own = ev.lat + ev.ar;
+		if (prune) {
+			if (own >= best_own)
+				continue;
+			best_own = own;
+		}
+		/* the objective: latency plus the all-reduce the backward does
+		 * not hide (exposed in the first stage of a path, a bound
+		 * elsewhere); the earlier stage's branches hide behind this
+		 * one's.  Without hiding (a row's hide is 0 unless it is an H
+		 * or G row), a series only adds. */
+		if (!par && how->x_lo < 0 && how->y_hi < 0) {
+			for (int d = dc + r0; d <= gp->D; d++)
+				if (R[d - dc].lat + own < out[d].lat)
+					relax(&out[d], R[d - dc].lat + own, how->from, dc,
+					      how->how, how->br);
 			continue;
 		}
 		for (int d = dc + r0; d <= gp->D; d++) {
 			const struct gp_cell *r = &R[d - dc];
-			/* the objective: latency plus the all-reduce the backward
-			 * does not hide (exposed in the first stage of a path,
-			 * a bound elsewhere); the earlier stage's branches hide
-			 * behind this one's */
-			double own = ev.lat + ev.ar, lat;
+			double lat;
 
 			if (par)
 				lat = r->lat > own ? r->lat : own;
@@ -705,7 +825,7 @@ static void dp_merge(struct gp *gp, int id, int p, const struct gp_devs *dv)
 		for (int s = 1; s < y->nkid; s++) {
 			run_extend(gp, &run, kid_lo(gp, y, s));
 			if (!relax_stage(gp, &run, dv, R, hg(gp, c, 0, s), 0,
-					 &(struct gp_piece){ i, GP_WHOLE, 0, y->lo, -1 }))
+					 &(struct gp_piece){ i, GP_WHOLE, 0, y->lo, -1, 0 }))
 				break;
 		}
 	}
@@ -724,7 +844,7 @@ static void dp_merge(struct gp *gp, int id, int p, const struct gp_devs *dv)
 		for (int j = p + 2; j <= x->nkid; j++) {
 			run_extend(gp, &run, kid_hi(gp, x, j - 1));
 			if (!relax_stage(gp, &run, dv, G, row(gp, id, j), 0,
-					 &(struct gp_piece){ p, GP_MERGE, t, -1, y->hi }))
+					 &(struct gp_piece){ p, GP_MERGE, t, -1, y->hi, 0 }))
 				break;
 		}
 	}
@@ -744,6 +864,7 @@ static void dp_node(struct gp *gp, int id, const struct gp_devs *dv)
 	for (int i = 0; i < k; i++) {
 		const struct gp_cell *R = row(gp, id, i);
 		struct gp_run run;
+		int mono = 1;
 
 		if (isinf(R[D].lat))
 			continue;
@@ -757,10 +878,12 @@ static void dp_node(struct gp *gp, int id, const struct gp_devs *dv)
 					row(gp, c, nkid_eff(&gp->node[c])), par, i, GP_OWN);
 		}
 		run_start(gp, &run, kid_lo(gp, x, i));
+		for (int d = 1; d <= D && mono; d++)
+			mono = !(R[d].lat > R[d - 1].lat);
 		for (int j = i + 1; j <= k; j++) {
 			run_extend(gp, &run, kid_hi(gp, x, j - 1));
 			if (!relax_stage(gp, &run, dv, R, row(gp, id, j), par,
-					 &(struct gp_piece){ i, GP_WHOLE, 0, -1, -1 }))
+					 &(struct gp_piece){ i, GP_WHOLE, 0, -1, -1, mono }))
 				break;
 		}
 	}
@@ -950,7 +1073,7 @@ static int bound_m(struct gp *gp, int m, struct gp_mres *r)
 	st = try_target(gp, hi, &dv, 0);
 	if (st <= 0)
 		return st; /* nothing fits memory with m micro-batches */
-	for (int it = 0; it < 12 && now_s() < gp->deadline; it++) {
+	for (int it = 0; it < 12 && hi > lo * (1 + GP_GAP) && now_s() < gp->deadline; it++) {
 		double mid = sqrt(lo * hi);
 
 		st = try_target(gp, mid, &dv, 0);
@@ -1212,7 +1335,7 @@ static void gp_release(struct gp *gp)
 	free(gp->cand);
 	free(gp->cst);
 	free(gp->clab);
-	free(gp->leaf_of);
+	free(gp->next_op);
 }
 
 /* Everything the DP reads per position: prefix sums of parameters,
@@ -1274,9 +1397,9 @@ static int setup(struct gp *gp)
 	gp->ord = calloc((size_t)n, sizeof *gp->ord);
 	gp->at = calloc((size_t)n, sizeof *gp->at);
 	gp->seen = calloc((size_t)n, sizeof *gp->seen);
-	gp->leaf_of = calloc((size_t)n, sizeof *gp->leaf_of);
+	gp->next_op = calloc((size_t)n, sizeof *gp->next_op);
 	op_w = calloc((size_t)n, sizeof *op_w);
-	if (!gp->mark || !gp->pos || !gp->ord || !gp->at || !gp->seen || !gp->leaf_of ||
+	if (!gp->mark || !gp->pos || !gp->ord || !gp->at || !gp->seen || !gp->next_op ||
 	    !op_w) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
@@ -1297,6 +1420,11 @@ static int setup(struct gp *gp)
 		goto out;
 	}
 	weigh(gp, gp->root, op_w);
+	gp->nunits = coarsen(gp);
+	if (gp->nunits < 0) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
+	}
 	for (int64_t d = 1; d <= g->batch && gp->ndiv < 64; d++)
 		if (g->batch % d == 0)
 			gp->div[gp->ndiv++] = d;
@@ -1335,6 +1463,9 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 	if (max_m < 1 || nverify < 1)
 		return ap_err(AP_EINPUT, "graphpipe", 0,
 			      "max-microbatches and verify must be at least 1");
+	gp.max_units = (int)planner_real(in, "max-units");
+	if (gp.max_units < 2)
+		return ap_err(AP_EINPUT, "graphpipe", 0, "max-units must be at least 2");
 	gp.deadline = now_s() + 0.8 * in->budget_s;
 	gp.mem = c->mem_bytes > 0 ? (double)c->mem_bytes : (double)in->p->dev.mem_bytes;
 	rc = setup(&gp);
@@ -1368,6 +1499,8 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 							(double)in->g->batch);
 	if (!rc)
 		rc = plan_set_stat(out, "candidates", gp.ncand);
+	if (!rc)
+		rc = plan_set_stat(out, "units", gp.nunits);
 	gp_release(&gp);
 	return rc;
 }
@@ -1382,6 +1515,8 @@ const struct planner planner_graphpipe = {
 		  "micro-batch counts tried: powers of two up to this" },
 		{ "verify", POPT_INT, "8", NULL,
 		  "candidate plans simulated (every one on graphs of at most 40 ops)" },
+		{ "max-units", POPT_INT, "128", NULL,
+		  "at most this many units (adjacent ops of a series merged, least compute first)" },
 		{ "stage-microbatches", POPT_FLAG, NULL, NULL,
 		  "let stages run their own micro-batch counts (simulated; the runtime "
 		  "refuses such plans)" },

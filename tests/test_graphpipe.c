@@ -343,6 +343,121 @@ static void test_multi_branch(void **state)
 		}
 }
 
+/* --- units ------------------------------------------------------------------- */
+
+/* A chain of linear layers of uneven widths. */
+static const char chain[] =
+	"model chain\n"
+	"batch 16\n"
+	"input  x c=512\n"
+	"linear l1 x out=4096\n"
+	"relu   r1 l1\n"
+	"linear l2 r1 out=512\n"
+	"relu   r2 l2\n"
+	"linear l3 r2 out=4096\n"
+	"relu   r3 l3\n"
+	"linear l4 r3 out=1024\n"
+	"relu   r4 l4\n"
+	"linear l5 r4 out=4096\n"
+	"relu   r5 l5\n"
+	"linear l6 r5 out=256\n"
+	"linear fc l6 out=10\n"
+	"loss   loss fc\n";
+
+static double stat_of(const struct plan *p, const char *name)
+{
+	for (int k = 0; k < p->nstats; k++)
+		if (!strcmp(p->stat_name[k], name))
+			return p->stat_value[k];
+	fail_msg("plan has no statistic '%s'", name);
+	return NAN;
+}
+
+/* The units of a chain (ops in graph order) cut to at most u: unit k
+ * starts at op first[k]; the two adjacent units of least compute are
+ * merged first, the earliest such pair on ties. */
+static int chain_units(struct inst *x, int u, int *first)
+{
+	double w[64];
+	int n = x->g.nops;
+
+	assert_true(n <= 64);
+	for (int i = 0; i < n; i++) {
+		int one[NDIMS] = { 1, 1, 1, 1, 1 };
+		struct op_cost oc;
+
+		assert_int_equal(profile_lookup(&x->p, &x->g, i, one, &oc), AP_OK);
+		w[i] = oc.fwd_us + oc.bwd_us;
+		first[i] = i;
+	}
+	while (n > u) {
+		int b = 0;
+
+		for (int k = 1; k + 1 < n; k++)
+			if (w[k] + w[k + 1] < w[b] + w[b + 1])
+				b = k;
+		w[b] += w[b + 1];
+		memmove(w + b + 1, w + b + 2, (size_t)(n - b - 2) * sizeof *w);
+		memmove(first + b + 1, first + b + 2, (size_t)(n - b - 2) * sizeof *first);
+		n--;
+	}
+	first[n] = x->g.nops;
+	return n;
+}
+
+/* A graph of at most max-units ops is planned op by op; a larger one in
+ * units, each unit's ops in one stage; max-units is validated. */
+static void test_units(void **state)
+{
+	static const char *const bad[] = { "graphpipe:max-units=1", "graphpipe:max-units=0" };
+	const char *cspec = "1x4:v100,intra=2GB/s";
+	struct inst x;
+	struct plan pl;
+	struct planner_opts o = { 0 };
+	struct planner_input in = { .budget_s = 30, .seed = 1, .opts = &o };
+	const struct planner *gp;
+	double s;
+	int first[65], cut_inside = 0, n;
+
+	(void)state;
+	load(&x, two_branch, NULL, cspec);
+	run_graphpipe(&x, "graphpipe", &pl, &s);
+	assert_true(stat_of(&pl, "units") == x.g.nops);
+	plan_release(&pl);
+	unload(&x);
+
+	load(&x, chain, NULL, cspec);
+	run_graphpipe(&x, "graphpipe", &pl, &s);
+	assert_true(stat_of(&pl, "units") == x.g.nops);
+	n = chain_units(&x, 2, first);
+	for (int k = 0; k < n; k++)
+		for (int i = first[k] + 1; i < first[k + 1]; i++)
+			cut_inside |= pl.ops[i].stage != pl.ops[first[k]].stage;
+	/* unconstrained, the plan cuts inside one of two units */
+	assert_true(cut_inside);
+	plan_release(&pl);
+	run_graphpipe(&x, "graphpipe:max-units=2", &pl, &s);
+	assert_true(stat_of(&pl, "units") == 2);
+	assert_true(pl.nstages > 1);
+	for (int k = 0; k < n; k++)
+		for (int i = first[k] + 1; i < first[k + 1]; i++)
+			assert_int_equal(pl.ops[i].stage, pl.ops[first[k]].stage);
+	plan_release(&pl);
+
+	in.g = &x.g;
+	in.p = &x.p;
+	in.c = &x.c;
+	ap_err_quiet(1);
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+		assert_int_equal(planner_parse(bad[k], "test", &gp, &o), AP_OK);
+		plan_init(&pl);
+		assert_int_equal(planner_run(gp, &in, "test", &pl), AP_EINPUT);
+		plan_release(&pl);
+	}
+	ap_err_quiet(0);
+	unload(&x);
+}
+
 /* --- 1F1B on a stage DAG ---------------------------------------------------- */
 
 struct ev {
@@ -490,6 +605,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matches_oracle),
 		cmocka_unit_test(test_multi_branch),
+		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_dag_1f1b_in_flight),
 		cmocka_unit_test(test_stage_counts),
 	};
