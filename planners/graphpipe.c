@@ -22,7 +22,11 @@
  * unit, and a graph of at most max-units operators keeps one leaf per
  * operator.  The DP's work grows with the square of a series' length,
  * so long chains (mmt's) cost max-units squared, not their length
- * squared.  A depth-first walk then
+ * squared.  The default, 4096, coarsens no model of the zoo: merging by
+ * least compute costs good cuts on other graphs (at 128, mmt on 32
+ * devices searches about five times faster and finds a slightly better
+ * plan, but densenet121 and resnext50 on pipedream-a get plans about 2x
+ * slower and resnet50 on flexflow-p100 16% slower).  A depth-first walk then
  * numbers the operators so that every node, every run of a series' children
  * and every run of a parallel composition's branches is a contiguous
  * interval: a stage is such an interval, run data parallel on its own
@@ -57,15 +61,13 @@
  * hold in flight under 1F1B: at most m, and at most one more than the
  * devices the stages after it can use.
  *
- * Search cost.  The binary search stops when its bracket is within 1%
- * (GP_GAP).  A feasibility step tries a run's device counts in
+ * Search cost.  A feasibility step tries a run's device counts in
  * ascending order and stops at the first that meets T, the fewest.  A
  * candidates' step skips, after a row that never grows with d, a device
  * count whose stage is no faster than a smaller count's (every cell it
  * could reach gets a value at least as good first), and relaxes a plain
- * series (no branches hiding) in a loop that only adds.  All but the
- * first are exact; with units they cut mmt's search on 32 devices about
- * five-fold.  What remains: the candidates' DPs (the loosest
+ * series (no branches hiding) in a loop that only adds.  All three are
+ * exact (the plans are those of the search without them).  What remains: the candidates' DPs (the loosest
  * target of each m and up to five looser ones per m and link guess)
  * about half, the feasibility DPs a third, the simulations of
  * `verify` and the profile lookups of each shard size the rest.
@@ -97,9 +99,6 @@
 #include "sim.h"
 
 enum { GP_LEAF, GP_SERIES, GP_PAR };
-
-/* The binary search on the target stops at this relative gap. */
-#define GP_GAP 0.01
 
 struct gp_node {
 	int kind, op, nop; /* GP_LEAF: its first op and how many, linked
@@ -1073,7 +1072,7 @@ static int bound_m(struct gp *gp, int m, struct gp_mres *r)
 	st = try_target(gp, hi, &dv, 0);
 	if (st <= 0)
 		return st; /* nothing fits memory with m micro-batches */
-	for (int it = 0; it < 12 && hi > lo * (1 + GP_GAP) && now_s() < gp->deadline; it++) {
+	for (int it = 0; it < 12 && now_s() < gp->deadline; it++) {
 		double mid = sqrt(lo * hi);
 
 		st = try_target(gp, mid, &dv, 0);
@@ -1515,7 +1514,7 @@ const struct planner planner_graphpipe = {
 		  "micro-batch counts tried: powers of two up to this" },
 		{ "verify", POPT_INT, "8", NULL,
 		  "candidate plans simulated (every one on graphs of at most 40 ops)" },
-		{ "max-units", POPT_INT, "128", NULL,
+		{ "max-units", POPT_INT, "4096", NULL,
 		  "at most this many units (adjacent ops of a series merged, least compute first)" },
 		{ "stage-microbatches", POPT_FLAG, NULL, NULL,
 		  "let stages run their own micro-batch counts (simulated; the runtime "
