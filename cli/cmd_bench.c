@@ -51,14 +51,6 @@ static int cached_profile(struct profile_cache *pc, const struct cluster *c)
 	return rc;
 }
 
-static double stat_or_nan(const struct plan *pl, const char *name)
-{
-	for (int i = 0; i < pl->nstats; i++)
-		if (!strcmp(pl->stat_name[i], name))
-			return pl->stat_value[i];
-	return NAN;
-}
-
 /* Plans and simulates one cell whose model and cluster are loaded. */
 static int eval(const struct bench_cell *cell, const struct graph *g,
 		const struct cluster *c, struct profile_cache *pc, struct bench_row *row,
@@ -85,9 +77,9 @@ static int eval(const struct bench_cell *cell, const struct graph *g,
 	if (rc)
 		goto out;
 	row->search_s = plan.search_s;
-	row->planner_est_ms = stat_or_nan(&plan, "planner_est_ms");
-	row->bound_ms = stat_or_nan(&plan, "bound_ms");
-	row->gap = stat_or_nan(&plan, "gap");
+	row->planner_est_ms = plan_stat(&plan, "planner_est_ms");
+	row->bound_ms = plan_stat(&plan, "bound_ms");
+	row->gap = plan_stat(&plan, "gap");
 	if (plan.ncurve > 0)
 		rc = anytime_update(anytime, row, &plan);
 	if (!rc)
@@ -100,7 +92,7 @@ static int eval(const struct bench_cell *cell, const struct graph *g,
 		row->pred_samples_s = r.samples_per_s;
 		row->peak_mem_bytes = (double)r.peak_mem_bytes;
 		row->bubble = r.bubble;
-		if (r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes)
+		if (!sim_fits(&r))
 			rc = ap_err(AP_EINPUT, pl->name, 0, "peak memory %lld bytes on device %d "
 				    "exceeds its %lld", (long long)r.peak_mem_bytes, r.peak_dev,
 				    (long long)r.mem_bytes);

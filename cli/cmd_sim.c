@@ -71,7 +71,7 @@ static void print_summary(const struct plan_inputs *in, const struct sim_result 
 	       : in->pl.sched == SCHED_ASYNC_PREDICT ? ", predicted weights"
 						     : "",
 	       w, a,
-	       r->mem_bytes > 0 && r->peak_mem_bytes > r->mem_bytes ? ": does not fit" : "");
+	       sim_fits(r) ? "" : ": does not fit");
 	fmt_bytes(intra, sizeof intra, (double)r->link_bytes[LINK_INTRA]);
 	fmt_bytes(inter, sizeof inter, (double)r->link_bytes[LINK_INTER]);
 	printf("  links        %s inside nodes, %s across nodes per iteration\n", intra,

@@ -181,6 +181,14 @@ static int stat_reserved(const char *name)
 	return 0;
 }
 
+double plan_stat(const struct plan *p, const char *name)
+{
+	for (int i = 0; i < p->nstats; i++)
+		if (strcmp(p->stat_name[i], name) == 0)
+			return p->stat_value[i];
+	return NAN;
+}
+
 int plan_set_stat(struct plan *p, const char *name, double value)
 {
 	char (*names)[32];

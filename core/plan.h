@@ -125,6 +125,8 @@ int plan_alloc(struct plan *p, const struct graph *g, int nstages);
 /* Adds or overwrites a named search statistic (at most 31 characters, not
  * "seconds" or "seed", finite value). */
 int plan_set_stat(struct plan *p, const char *name, double value);
+/* The named search statistic, NAN when the plan has none. */
+double plan_stat(const struct plan *p, const char *name);
 /* Appends a point (finite, seconds not decreasing) to the search curve. */
 int plan_add_curve(struct plan *p, double t_s, double ms);
 /* Replaces *dst with a copy of src[0..n). */

@@ -250,6 +250,11 @@ void sim_release(struct sim *s)
 	memset(s, 0, sizeof *s);
 }
 
+int sim_fits(const struct sim_result *r)
+{
+	return !(r->mem_bytes > 0 && r->peak_mem_bytes > r->mem_bytes);
+}
+
 int sim_op_cost(const struct profile *p, const struct graph *g, int i,
 		const int degree[NDIMS], int microbatches, struct op_cost *out)
 {
@@ -270,7 +275,7 @@ static int lookup_cost(struct sim *s, const struct plan *pl, int i)
 {
 	struct sim_work *w = s->w;
 	struct sim_cost *c = &w->cost[i], *seen = w->cost_seen + (size_t)i * SIM_COST_WAYS;
-	int deg[NDIMS], st, m = w->mixed ? w->op_m[i] : pl->microbatches;
+	int deg[NDIMS], st, m = w->op_m[i];
 	struct op_cost oc;
 
 	memcpy(deg, pl->ops[i].degree, sizeof deg);

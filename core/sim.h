@@ -127,6 +127,9 @@ void sim_release(struct sim *s);
  * AP_EINPUT.  opts may be NULL (SGD with momentum, no task list). */
 int sim_run(struct sim *s, const struct plan *pl, const struct sim_opts *opts,
 	    struct sim_result *r);
+/* Whether the run's fullest device stays within its capacity (or no
+ * capacity is known). */
+int sim_fits(const struct sim_result *r);
 
 /* The cost of one shard of op i under plan degrees degree[] when the batch
  * runs as `microbatches` micro-batches: the shard that runs has its n

@@ -297,7 +297,7 @@ int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i)
 	const struct graph *g = s->g;
 	struct sim_work *w = s->w;
 	const struct plan_op *po = &pl->ops[i];
-	int64_t mb_n = g->batch / (w->mixed ? w->op_m[i] : w->m);
+	int64_t mb_n = g->batch / w->op_m[i];
 	int64_t pb = plan_param_shard_bytes(&g->ops[i], po);
 	int64_t *cut[NDIMS];
 	int idx[NDIMS] = { 0 }, gs = w->shard_base[i], ncut = 0;
@@ -437,7 +437,7 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 	const int *dc = pl->ops[c].degree, *dp = pl->ops[p].degree;
 	int stage = w->stage_pos[pl->ops[c].stage];
 	/* between stages of different counts, a micro-batch of the finer */
-	int mc = w->mixed ? w->stage_m[stage] : w->m, mp = w->mixed ? w->op_m[p] : w->m;
+	int mc = w->stage_m[stage], mp = w->op_m[p];
 	int me = mc > mp ? mc : mp;
 	int64_t mb_n = s->g->batch / me, lo[NDIMS], hi[NDIMS], pn[2];
 	int no_grad = s->g->ops[p].kind == OP_INPUT;
@@ -597,7 +597,7 @@ static int csr_ends(int **end, size_t *cap, const int *ofs, int nkeys)
 /* Whether transfer t joins stages of different micro-batch counts. */
 static int rebatched(const struct sim_work *w, int t)
 {
-	return w->mixed && w->op_m[w->shard_op[w->xs[t].prod]] != w->stage_m[w->xf[t].stage];
+	return w->op_m[w->shard_op[w->xs[t].prod]] != w->stage_m[w->xf[t].stage];
 }
 
 /* Producer by producer, so transfers can be shared through xhead[]. */

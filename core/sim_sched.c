@@ -345,7 +345,7 @@ step(struct sim *s, int op, int j, int bwd, int rec, int lean)
 		st = sends(w, op, 1, rec, lean, t, tc, j);
 	if (!st && w->mixed)
 		st = resends(w, op, bwd, j);
-	if (!st && bwd && j == (w->mixed ? w->op_m[op] : w->m) - 1)
+	if (!st && bwd && j == w->op_m[op] - 1)
 		st = allreduce(s, op, j);
 	return st;
 }

@@ -121,7 +121,7 @@ static int evaluate(struct ex *ex)
 	if (rc)
 		return rc;
 	ex->tried++;
-	if (r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes)
+	if (!sim_fits(&r))
 		return AP_OK;
 	if (r.iter_s < ex->best_s) {
 		ex->best_s = r.iter_s;

@@ -1239,7 +1239,7 @@ static int verify(struct gp *gp, int nverify, int *best, double *best_s)
 		rc = build(gp, &gp->cand[k], &cand);
 		if (!rc)
 			rc = sim_run(&s, &cand, NULL, &r);
-		if (!rc && !(r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes) &&
+		if (!rc && sim_fits(&r) &&
 		    r.iter_s < *best_s) {
 			*best_s = r.iter_s;
 			*best = k;
@@ -1295,7 +1295,7 @@ static int refine_counts(struct gp *gp, struct plan *p, double *best_s)
 					continue;
 				p->stages[st].microbatches = c == p->microbatches ? 0 : c;
 				rc = sim_run(&s, p, NULL, &r);
-				if (!rc && !(r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes) &&
+				if (!rc && sim_fits(&r) &&
 				    r.iter_s < *best_s * (1 - 1e-9)) {
 					*best_s = r.iter_s;
 					better = 1;

@@ -203,7 +203,7 @@ static int copy_configs(struct plan *dst, const struct plan *src)
 
 static double iter_or_inf(const struct sim_result *r)
 {
-	return r->mem_bytes > 0 && r->peak_mem_bytes > r->mem_bytes ? INFINITY : r->iter_s;
+	return sim_fits(r) ? r->iter_s : INFINITY;
 }
 
 static int improve(struct mcmc *mc)

@@ -629,7 +629,7 @@ static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct plan
 		if (rc || !pd->memory)
 			break;
 		rc = sim_run(&s, out, NULL, &r);
-		if (!rc && (r.mem_bytes <= 0 || r.peak_mem_bytes <= r.mem_bytes))
+		if (!rc && sim_fits(&r))
 			break;
 		if (!rc && k + 1 == n)
 			rc = ap_err(AP_EINPUT, "pipedream", 0, "the plan of '%s' (%d stages) "

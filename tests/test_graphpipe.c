@@ -75,7 +75,7 @@ static void run_graphpipe(struct inst *x, const char *spec, struct plan *pl, dou
 		fail_msg("%s on %s/%s: %s", spec, x->g.name, x->c.name, ap_last_error());
 	assert_int_equal(sim_init(&s, &x->g, &x->p, &x->c), AP_OK);
 	assert_int_equal(sim_run(&s, pl, NULL, &r), AP_OK);
-	assert_true(r.mem_bytes <= 0 || r.peak_mem_bytes <= r.mem_bytes);
+	assert_true(sim_fits(&r));
 	*iter_s = r.iter_s;
 	sim_release(&s);
 }
@@ -159,7 +159,7 @@ static void evaluate(struct oracle *o, int m)
 	if (sim_run(&o->s, p, NULL, &r) != AP_OK)
 		fail_msg("oracle: %s", ap_last_error());
 	o->tried++;
-	if (!(r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes) && r.iter_s < o->best_s)
+	if (sim_fits(&r) && r.iter_s < o->best_s)
 		o->best_s = r.iter_s;
 }
 
@@ -364,15 +364,6 @@ static const char chain[] =
 	"linear fc l6 out=10\n"
 	"loss   loss fc\n";
 
-static double stat_of(const struct plan *p, const char *name)
-{
-	for (int k = 0; k < p->nstats; k++)
-		if (!strcmp(p->stat_name[k], name))
-			return p->stat_value[k];
-	fail_msg("plan has no statistic '%s'", name);
-	return NAN;
-}
-
 /* The units of a chain (ops in graph order) cut to at most u: unit k
  * starts at op first[k]; the two adjacent units of least compute are
  * merged first, the earliest such pair on ties. */
@@ -422,13 +413,13 @@ static void test_units(void **state)
 	(void)state;
 	load(&x, two_branch, NULL, cspec);
 	run_graphpipe(&x, "graphpipe", &pl, &s);
-	assert_true(stat_of(&pl, "units") == x.g.nops);
+	assert_true(test_plan_stat(&pl, "units") == x.g.nops);
 	plan_release(&pl);
 	unload(&x);
 
 	load(&x, chain, NULL, cspec);
 	run_graphpipe(&x, "graphpipe", &pl, &s);
-	assert_true(stat_of(&pl, "units") == x.g.nops);
+	assert_true(test_plan_stat(&pl, "units") == x.g.nops);
 	n = chain_units(&x, 2, first);
 	for (int k = 0; k < n; k++)
 		for (int i = first[k] + 1; i < first[k + 1]; i++)
@@ -437,7 +428,7 @@ static void test_units(void **state)
 	assert_true(cut_inside);
 	plan_release(&pl);
 	run_graphpipe(&x, "graphpipe:max-units=2", &pl, &s);
-	assert_true(stat_of(&pl, "units") == 2);
+	assert_true(test_plan_stat(&pl, "units") == 2);
 	assert_true(pl.nstages > 1);
 	for (int k = 0; k < n; k++)
 		for (int i = first[k] + 1; i < first[k + 1]; i++)

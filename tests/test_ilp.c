@@ -56,15 +56,6 @@ static void done(struct inst *t)
 	graph_release(&t->g);
 }
 
-static double plan_stat(const struct plan *p, const char *name)
-{
-	for (int k = 0; k < p->nstats; k++)
-		if (!strcmp(p->stat_name[k], name))
-			return p->stat_value[k];
-	fail_msg("plan has no statistic '%s'", name);
-	return NAN;
-}
-
 static double simulate(struct inst *t)
 {
 	struct sim s;
@@ -150,13 +141,13 @@ static void test_matches_brute_force(void **state)
 		run(&t, cases[i].model, cases[i].cluster, "ilp:max-microbatches=8", 60);
 		if (t.rc)
 			fail_msg("%s on %s: %s", cases[i].model, cases[i].cluster, ap_last_error());
-		est = plan_stat(&t.pl, "planner_est_ms") * 1e-3;
+		est = test_plan_stat(&t.pl, "planner_est_ms") * 1e-3;
 		bf = brute_force(&t, 8);
 		if (fabs(est - bf) > 1e-9 * bf)
 			fail_msg("%s on %s: ilp %.9g s, brute force %.9g s", cases[i].model,
 				 cases[i].cluster, est, bf);
-		assert_true(plan_stat(&t.pl, "optimal") == 1);
-		assert_true(plan_stat(&t.pl, "gap") == 0);
+		assert_true(test_plan_stat(&t.pl, "optimal") == 1);
+		assert_true(test_plan_stat(&t.pl, "gap") == 0);
 		assert_true(est <= dp_under_model(&t) * (1 + 1e-12));
 		done(&t);
 	}
@@ -180,8 +171,8 @@ static void test_mixed_parallelism(void **state)
 		by_c += t.g.ops[i].kind == OP_LINEAR && t.pl.ops[i].degree[DIM_C] > 1;
 	}
 	assert_true(by_n > 0 && by_c > 0);
-	assert_true(plan_stat(&t.pl, "optimal") == 1);
-	est = plan_stat(&t.pl, "planner_est_ms") * 1e-3;
+	assert_true(test_plan_stat(&t.pl, "optimal") == 1);
+	est = test_plan_stat(&t.pl, "planner_est_ms") * 1e-3;
 	sim = simulate(&t);
 	if (fabs(sim - est) > 0.1 * est)
 		fail_msg("alexnet: model %.6g s, simulated %.6g s", est, sim);
@@ -205,8 +196,8 @@ static void test_memory_forces_stages(void **state)
 		fail_msg("%s", ap_last_error());
 	assert_true(t.pl.nstages > 1);
 	assert_true(isinf(dp_under_model(&t)));
-	assert_true(plan_stat(&t.pl, "optimal") == 1);
-	est = plan_stat(&t.pl, "planner_est_ms") * 1e-3;
+	assert_true(test_plan_stat(&t.pl, "optimal") == 1);
+	est = test_plan_stat(&t.pl, "planner_est_ms") * 1e-3;
 	assert_true(fabs(simulate(&t) - est) <= 0.1 * est);
 	done(&t);
 	ap_err_quiet(1);
@@ -227,13 +218,13 @@ static void test_budget(void **state)
 	(void)state;
 	run(&t, "inception_v3", "h100-1x8", "ilp", 0.3);
 	assert_int_equal(t.rc, AP_OK);
-	est = plan_stat(&t.pl, "planner_est_ms");
-	bound = plan_stat(&t.pl, "bound_ms");
-	gap = plan_stat(&t.pl, "gap");
+	est = test_plan_stat(&t.pl, "planner_est_ms");
+	bound = test_plan_stat(&t.pl, "bound_ms");
+	gap = test_plan_stat(&t.pl, "gap");
 	assert_true(bound <= est * (1 + 1e-9));
 	assert_true(gap >= 0 && gap <= 1);
-	assert_true(fabs(gap - (est - bound) / est) < 1e-9 || plan_stat(&t.pl, "optimal") == 1);
-	assert_true(plan_stat(&t.pl, "variables") > 0);
+	assert_true(fabs(gap - (est - bound) / est) < 1e-9 || test_plan_stat(&t.pl, "optimal") == 1);
+	assert_true(test_plan_stat(&t.pl, "variables") > 0);
 	done(&t);
 }
 

@@ -71,15 +71,6 @@ static void same_plan(const struct plan *a, const struct plan *b)
 	}
 }
 
-static double plan_stat(const struct plan *p, const char *name)
-{
-	for (int i = 0; i < p->nstats; i++)
-		if (!strcmp(p->stat_name[i], name))
-			return p->stat_value[i];
-	fail_msg("no statistic '%s'", name);
-	return NAN;
-}
-
 static void test_not_worse_than_starts(void **state)
 {
 	static const char *const models[] = { "alexnet", "branchy_small", "transformer_tiny" };
@@ -100,9 +91,9 @@ static void test_not_worse_than_starts(void **state)
 			fail_msg("%s: mcmc %.6g ms, dp %.6g, owt %.6g", models[m], 1e3 * t,
 				 1e3 * tdp, 1e3 * towt);
 		/* its own estimate is the simulator's */
-		assert_true(fabs(plan_stat(&pm, "planner_est_ms") - 1e3 * t) <= 1e-9 * 1e3 * t);
-		assert_true(plan_stat(&pm, "proposals") > 0);
-		assert_true(plan_stat(&pm, "acceptance") > 0 && plan_stat(&pm, "acceptance") <= 1);
+		assert_true(fabs(test_plan_stat(&pm, "planner_est_ms") - 1e3 * t) <= 1e-9 * 1e3 * t);
+		assert_true(test_plan_stat(&pm, "proposals") > 0);
+		assert_true(test_plan_stat(&pm, "acceptance") > 0 && test_plan_stat(&pm, "acceptance") <= 1);
 		plan_release(&pm);
 		unload(&x);
 	}
@@ -120,14 +111,14 @@ static void test_deterministic(void **state)
 	plan_with(&x, "mcmc:proposals=800,chains=2", 60, 11, &a);
 	plan_with(&x, "mcmc:proposals=800,chains=2", 60, 11, &b);
 	same_plan(&a, &b);
-	assert_true(plan_stat(&a, "acceptance") == plan_stat(&b, "acceptance"));
+	assert_true(test_plan_stat(&a, "acceptance") == test_plan_stat(&b, "acceptance"));
 	plan_release(&b);
 	plan_with(&x, "mcmc:proposals=800,chains=2,full-sim", 60, 11, &b);
 	same_plan(&a, &b);
-	assert_true(plan_stat(&a, "planner_est_ms") == plan_stat(&b, "planner_est_ms"));
-	assert_true(plan_stat(&a, "acceptance") == plan_stat(&b, "acceptance"));
+	assert_true(test_plan_stat(&a, "planner_est_ms") == test_plan_stat(&b, "planner_est_ms"));
+	assert_true(test_plan_stat(&a, "acceptance") == test_plan_stat(&b, "acceptance"));
 	plan_with(&x, "mcmc:proposals=800,chains=2", 60, 12, &c);
-	assert_true(plan_stat(&a, "acceptance") != plan_stat(&c, "acceptance"));
+	assert_true(test_plan_stat(&a, "acceptance") != test_plan_stat(&c, "acceptance"));
 	plan_release(&a);
 	plan_release(&b);
 	plan_release(&c);
@@ -166,7 +157,7 @@ static void test_curve(void **state)
 		assert_true(p.curve[k][0] >= p.curve[k - 1][0]);
 		assert_true(p.curve[k][1] < p.curve[k - 1][1]);
 	}
-	assert_true(p.curve[p.ncurve - 1][1] == plan_stat(&p, "planner_est_ms"));
+	assert_true(p.curve[p.ncurve - 1][1] == test_plan_stat(&p, "planner_est_ms"));
 	path = tmp_write("mcmc.json", "");
 	assert_int_equal(plan_write(&p, &x.g, path), AP_OK);
 	plan_init(&q);

@@ -57,15 +57,6 @@ static int run(const char *spec, struct inst *x, struct plan *out)
 	return planner_run(pl, &in, x->c.profile, out);
 }
 
-static double stat_of(const struct plan *p, const char *name)
-{
-	for (int k = 0; k < p->nstats; k++)
-		if (!strcmp(p->stat_name[k], name))
-			return p->stat_value[k];
-	fail_msg("no stat '%s'", name);
-	return NAN;
-}
-
 /* The simulated iteration time; the peak memory must fit. */
 static double simulate(struct inst *x, const struct plan *p)
 {
@@ -75,7 +66,7 @@ static double simulate(struct inst *x, const struct plan *p)
 	assert_int_equal(sim_init(&s, &x->g, &x->p, &x->c), AP_OK);
 	assert_int_equal(sim_run(&s, p, NULL, &r), AP_OK);
 	sim_release(&s);
-	if (r.mem_bytes > 0 && r.peak_mem_bytes > r.mem_bytes)
+	if (!sim_fits(&r))
 		fail_msg("%s on %s: peak memory %lld > %lld", x->g.name, x->c.name,
 			 (long long)r.peak_mem_bytes, (long long)r.mem_bytes);
 	return r.iter_s;
@@ -124,8 +115,8 @@ static void test_straight_matches_exhaustive(void **state)
 		inst_load(&x, chain("rand.model", 8, n, ms, NULL, NULL), 0, FAST4);
 		assert_int_equal(run("pipedream:straight", &x, &pd), AP_OK);
 		assert_int_equal(run("exhaustive:whole,schedule=1f1b-async", &x, &ex), AP_OK);
-		a = stat_of(&pd, "planner_est_ms");
-		b = stat_of(&ex, "planner_est_ms");
+		a = test_plan_stat(&pd, "planner_est_ms");
+		b = test_plan_stat(&ex, "planner_est_ms");
 		if (fabs(a - b) > 1e-6 * b)
 			fail_msg("chain of %d: pipedream %.9g ms, exhaustive %.9g ms", n, a, b);
 		for (int s = 0; s < pd.nstages; s++)
@@ -157,14 +148,14 @@ static void test_closed_forms(void **state)
 	assert_int_equal(run("pipedream", &x, &p), AP_OK);
 	t0 = (C + 4 * W / (2 * Bi)) / 2;
 	want = (t0 + 4 * W / (2 * Be) / 2) / 2;
-	assert_true(fabs(stat_of(&p, "planner_est_ms") - 1e3 * want) < 1e-9);
+	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 1e3 * want) < 1e-9);
 	assert_int_equal(p.nstages, 1);
 	assert_int_equal(p.stages[0].ndev, 4);
 	assert_int_equal(p.sched, SCHED_1F1B); /* one stage: synchronous */
 	plan_release(&p);
 	assert_int_equal(run("pipedream:cost=paper", &x, &p), AP_OK);
 	want = fmax(fmax(C, 2 * W / Bi) / 2, 2 * W / Be) / 2;
-	assert_true(fabs(stat_of(&p, "planner_est_ms") - 1e3 * want) < 1e-9);
+	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 1e3 * want) < 1e-9);
 	plan_release(&p);
 	inst_release(&x);
 }
@@ -195,7 +186,7 @@ static void test_activation_term(void **state)
 		double got;
 
 		assert_int_equal(run(cases[k].spec, &x, &p), AP_OK);
-		got = stat_of(&p, "planner_est_ms");
+		got = test_plan_stat(&p, "planner_est_ms");
 		if (fabs(got - cases[k].est_ms) > 1e-6)
 			fail_msg("%s: %.9g ms, expected %.9g", cases[k].spec, got,
 				 cases[k].est_ms);
@@ -232,10 +223,10 @@ static void test_replication(void **state)
 	(void)state;
 	inst_load(&x, chain("rep.model", 96, 4, ms, w, NULL), 0, cl);
 	assert_int_equal(run("pipedream", &x, &p), AP_OK);
-	assert_true(fabs(stat_of(&p, "planner_est_ms") - 30) < 1e-6);
+	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 30) < 1e-6);
 	assert_int_equal(p.nstages, 2);
 	assert_int_equal(p.stages[0].ndev, 3);
-	assert_int_equal(stat_of(&p, "replicas_input"), 3);
+	assert_int_equal(test_plan_stat(&p, "replicas_input"), 3);
 	assert_int_equal(p.ops[graph_find(&x.g, "L0")].degree[DIM_N], 3);
 	assert_int_equal(light_devices(&x, &p), 1);
 	/* NOAM = ceil(4 / 3) = 2 micro-batches of 48, which 3 divides */
@@ -247,7 +238,7 @@ static void test_replication(void **state)
 
 	inst_load(&x, chain("rep64.model", 64, 4, ms, w, NULL), 0, cl);
 	assert_int_equal(run("pipedream:schedule=1f1b-flush", &x, &p), AP_OK);
-	assert_true(fabs(stat_of(&p, "planner_est_ms") - 45) < 1e-6);
+	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 45) < 1e-6);
 	assert_int_equal(p.stages[0].ndev, 2);
 	assert_int_equal(p.sched, SCHED_1F1B);
 	plan_release(&p);
@@ -277,7 +268,7 @@ static void test_memory_constraint(void **state)
 	assert_int_equal(run("pipedream", &x, &p), AP_OK);
 	assert_int_equal(light_devices(&x, &p), 3);
 	assert_int_equal(p.stages[0].ndev, 1);
-	assert_true(fabs(stat_of(&p, "planner_est_ms") - 90) < 1e-6);
+	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 90) < 1e-6);
 	simulate(&x, &p);
 	plan_release(&p);
 	inst_release(&x);
@@ -309,7 +300,7 @@ static void test_options_and_determinism(void **state)
 	}
 	for (int i = 0; i < x.g.nops; i++)
 		assert_int_equal(p.ops[i].stage, q.ops[i].stage);
-	assert_true(stat_of(&p, "planner_est_ms") == stat_of(&q, "planner_est_ms"));
+	assert_true(test_plan_stat(&p, "planner_est_ms") == test_plan_stat(&q, "planner_est_ms"));
 	plan_release(&p);
 	plan_release(&q);
 	inst_release(&x);
@@ -333,7 +324,7 @@ static void plans_everywhere(const char *model)
 		if (run("pipedream", &x, &p) != AP_OK)
 			fail_msg("%s on %s: %s", model, clusters[c], ap_last_error());
 		assert_true(simulate(&x, &p) > 0);
-		assert_true(stat_of(&p, "planner_est_ms") > 0);
+		assert_true(test_plan_stat(&p, "planner_est_ms") > 0);
 		plan_release(&p);
 		inst_release(&x);
 	}

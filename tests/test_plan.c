@@ -264,6 +264,8 @@ static void test_stats(void **state)
 	assert_int_equal(p.nstats, 2);
 	assert_string_equal(p.stat_name[0], "gap");
 	assert_true(p.stat_value[0] == 0.25);
+	assert_true(plan_stat(&p, "bound_ms") == 3);
+	assert_true(isnan(plan_stat(&p, "optimal")));
 	/* Names that would collide with "seconds"/"seed" or not fit. */
 	assert_int_equal(plan_set_stat(&p, "seed", 1), AP_EINPUT);
 	assert_int_equal(plan_set_stat(&p, "a_statistic_name_of_32_characters", 1),

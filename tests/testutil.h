@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <math.h>
 
+#include "plan.h"
+
 /* A per-process temporary directory, made on first use. */
 static inline const char *tmp_dir(void)
 {
@@ -88,6 +90,16 @@ static inline int test_autopar(const char *args, int both, char *out, size_t len
 	st = system(cmd);
 	test_read_file(path, out, len);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The plan's search statistic `name`; the test fails when it has none. */
+static inline double test_plan_stat(const struct plan *p, const char *name)
+{
+	double v = plan_stat(p, name);
+
+	if (isnan(v))
+		fail_msg("plan has no statistic '%s'", name);
+	return v;
 }
 
 #endif
