@@ -68,6 +68,30 @@ int plan_mixed_microbatches(const struct plan *p)
 	return 0;
 }
 
+int plan_stage_replicas(const struct plan *p, int s)
+{
+	return p->stages[s].replicas > 1 ? p->stages[s].replicas : 1;
+}
+
+int plan_round_robin(const struct plan *p)
+{
+	for (int s = 0; s < p->nstages; s++)
+		if (plan_stage_replicas(p, s) > 1)
+			return 1;
+	return 0;
+}
+
+int plan_replica_device(const struct plan *p, int s, int dev, int g)
+{
+	const struct plan_stage *ps = &p->stages[s];
+	int k = ps->ndev / plan_stage_replicas(p, s);
+
+	for (int q = 0; q < k; q++)
+		if (ps->devices[q] == dev)
+			return ps->devices[g * k + q];
+	return -1;
+}
+
 void plan_init(struct plan *p)
 {
 	memset(p, 0, sizeof *p);
@@ -539,7 +563,8 @@ static int read_schedule(const char *path, json_t *v, struct plan *p)
 
 static int read_stages(const char *path, json_t *v, struct plan *p)
 {
-	static const char *const keys[] = { "id", "devices", "next", "microbatches", NULL };
+	static const char *const keys[] = { "id", "devices", "next", "microbatches", "replicas",
+					    NULL };
 	char pre[FIELD_LEN];
 	size_t n;
 	int st = AP_OK;
@@ -572,6 +597,8 @@ static int read_stages(const char *path, json_t *v, struct plan *p)
 			st = get_ids(path, s, pre, "next", 0, &ps->next, &ps->nnext);
 		if (!st)
 			st = get_int32(path, s, pre, "microbatches", 0, 1, &ps->microbatches);
+		if (!st)
+			st = get_int32(path, s, pre, "replicas", 0, 1, &ps->replicas);
 	}
 	return st;
 }
@@ -859,6 +886,8 @@ static json_t *build_stages(const struct plan *p)
 		bad = put(bad, o, "next", id_array(ps->next, ps->nnext));
 		if (plan_stage_microbatches(p, s) != p->microbatches)
 			bad = put(bad, o, "microbatches", json_integer(ps->microbatches));
+		if (plan_stage_replicas(p, s) > 1)
+			bad = put(bad, o, "replicas", json_integer(ps->replicas));
 		bad = put(bad, arr, NULL, o);
 	}
 	return built(arr, bad);

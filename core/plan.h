@@ -41,6 +41,16 @@ struct plan_stage {
 	 * "microbatches", written only where it differs from the
 	 * schedule's. */
 	int microbatches;
+	/* Round-robin replicas (PipeDream's replicated stages), 0 or 1:
+	 * none.  With r replicas the stage's devices are r groups of
+	 * ndev / r, replica g being devices[g * ndev / r ..]; the ops'
+	 * devices name replica 0's, and replica g runs each shard on the
+	 * device at the same place of its group.  Micro-batch j (counted
+	 * across steps under the asynchronous schedules) runs whole on
+	 * replica j mod r, and the replicas' gradients are summed by an
+	 * all-reduce, as the n degree's are (docs/plan-format.md).  JSON:
+	 * the stage's "replicas", written only when above 1. */
+	int replicas;
 };
 
 struct plan_op {
@@ -115,6 +125,13 @@ int sched_staleness(enum sched_kind k, int K, int d, int m);
 int plan_stage_microbatches(const struct plan *p, int s);
 /* Whether some stage's micro-batch count differs from the schedule's. */
 int plan_mixed_microbatches(const struct plan *p);
+/* The round-robin replicas of stage index s (at least 1), and whether
+ * any stage has more than one. */
+int plan_stage_replicas(const struct plan *p, int s);
+int plan_round_robin(const struct plan *p);
+/* The device that runs, in replica g of stage index s, what device dev of
+ * replica 0 runs; -1 when dev is not in replica 0. */
+int plan_replica_device(const struct plan *p, int s, int dev, int g);
 
 void plan_init(struct plan *p);
 void plan_release(struct plan *p);

@@ -85,9 +85,15 @@ static int check_devices(struct vctx *v, const char *fld, const int *dev, int n,
 				      "%s[%d]: device %d is listed twice%s", fld, k, d, twice);
 		v->stamp[d] = v->tag;
 		if (s >= 0 && !v->member[(size_t)s * v->ndev + d])
-			return ap_err(AP_EINPUT, v->path, 0,
-				      "%s[%d]: device %d is not a device of stage %d (stages[%d].devices)",
-				      fld, k, d, v->p->stages[s].id, s);
+			return plan_stage_replicas(v->p, s) > 1
+				? ap_err(AP_EINPUT, v->path, 0,
+					 "%s[%d]: device %d is not a device of replica 0 of stage %d (stages[%d].devices[0..%d), of its %d round-robin replicas)",
+					 fld, k, d, v->p->stages[s].id, s,
+					 v->p->stages[s].ndev / plan_stage_replicas(v->p, s),
+					 plan_stage_replicas(v->p, s))
+				: ap_err(AP_EINPUT, v->path, 0,
+					 "%s[%d]: device %d is not a device of stage %d (stages[%d].devices)",
+					 fld, k, d, v->p->stages[s].id, s);
 	}
 	return AP_OK;
 }
@@ -191,7 +197,16 @@ static int check_stages(struct vctx *v)
 		st = check_devices(v, fld, ps->devices, ps->ndev, -1, "");
 		if (st)
 			return st;
-		for (int k = 0; k < ps->ndev; k++)
+		if (ps->replicas < 0 || ps->ndev % plan_stage_replicas(p, s))
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "stages[%d].replicas: expected a divisor of the stage's %d devices, got %d",
+				      s, ps->ndev, ps->replicas);
+		if (plan_stage_replicas(p, s) > 1 && plan_stage_microbatches(p, s) != p->microbatches)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "stages[%d].microbatches: a stage of round-robin replicas runs the schedule's %d micro-batches, not %d",
+				      s, p->microbatches, plan_stage_microbatches(p, s));
+		/* ops name replica 0's devices */
+		for (int k = 0; k < ps->ndev / plan_stage_replicas(p, s); k++)
 			v->member[(size_t)s * v->ndev + ps->devices[k]] = 1;
 		if (ps->microbatches < 0 || p->batch % plan_stage_microbatches(p, s))
 			return ap_err(AP_EINPUT, v->path, 0,
