@@ -86,7 +86,7 @@ LIB_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(PLAN_SRC:%.c=$(BUILD)/%.o) \
             $(BENCH_SRC:%.c=$(BUILD)/%.o) $(RT_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libautopar.a
-BIN      := bin/autopar
+BIN      ?= bin/autopar
 ifneq ($(SAN),)
 BIN      := $(BUILD)/autopar
 endif
@@ -164,4 +164,4 @@ install: all
 clean:
 	rm -rf build build-asan bin
 
--include $(shell find build build-asan -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
