@@ -20,7 +20,7 @@
 
 struct block {
 	char *models[MAXW], *clusters[MAXW], *planners[MAXW];
-	int64_t batches[MAXW];
+	struct batch_spec batches[MAXW];
 	uint64_t seeds[MAXW];
 	int nm, nc, np, nb, ns;
 	double budget;
@@ -49,9 +49,9 @@ static int add_cell(struct matrix *m, const struct bench_cell *c)
 
 static int expand(struct matrix *m, const struct block *b, const char *path)
 {
-	int64_t one_batch = 0;
+	struct batch_spec one_batch = { 0, 0 };
 	uint64_t one_seed = 1;
-	const int64_t *batches = b->nb ? b->batches : &one_batch;
+	const struct batch_spec *batches = b->nb ? b->batches : &one_batch;
 	const uint64_t *seeds = b->ns ? b->seeds : &one_seed;
 	int nb = b->nb ? b->nb : 1, ns = b->ns ? b->ns : 1;
 
@@ -132,10 +132,9 @@ static int list_line(struct matrix *m, struct block *b, char **w, int nw,
 				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 			b->planners[b->np++] = s;
 		} else if (!strcmp(key, "batch")) {
-			if (number(w[i], 1, &v))
-				return ap_err(AP_EINPUT, path, line, "batch '%s' is not a "
-					      "non-negative integer (0 = the model's own)", w[i]);
-			b->batches[b->nb++] = v;
+			if (batch_spec_parse(w[i], path, line, &b->batches[b->nb]))
+				return AP_EINPUT;
+			b->nb++;
 		} else if (!strcmp(key, "seeds")) {
 			if (number(w[i], 1, &v))
 				return ap_err(AP_EINPUT, path, line,

@@ -5,7 +5,8 @@
  *
  *     # comment
  *     models   alexnet vgg16 pipedream/resnet50
- *     batch    0 256          # 0 = the model's own batch (default)
+ *     batch    0 256 64/dev   # 0 = the model's own batch (default);
+ *                            # N/dev: N per device (weak scaling, batch.h)
  *     clusters pipedream-a summit-4x4
  *     planners all           # or names; all = every registered planner
  *     seeds    1 2           # default 1
@@ -19,9 +20,11 @@
 
 #include <stdint.h>
 
+#include "batch.h"
+
 struct bench_cell {
 	const char *model, *cluster, *planner; /* point into the matrix */
-	int64_t batch;                         /* 0 = the model's own */
+	struct batch_spec batch;               /* n 0 = the model's own */
 	uint64_t seed;
 	double budget_s;
 };

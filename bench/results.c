@@ -16,12 +16,12 @@
 #include "grow.h"
 
 static const char *const cols[] = {
-	"model", "batch", "cluster", "profile", "planner", "seed", "budget_s", "status",
+	"model", "batch", "scaling", "cluster", "profile", "planner", "seed", "budget_s", "status",
 	"search_s", "pred_iter_ms", "pred_samples_s", "peak_mem_bytes", "bubble",
 	"planner_est_ms", "bound_ms", "gap", "measured_samples_s", "speedup_vs_dp", "error",
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
-#define NUM_FIRST 8 /* cols[8..17] are the optional numbers, in row order */
+#define NUM_FIRST 9 /* cols[9..18] are the optional numbers, in row order */
 
 static double *num_field(struct bench_row *r, int k)
 {
@@ -57,25 +57,29 @@ static int parse_row(const struct csvio_rec *rec, const char *path, struct bench
 		return ap_err(AP_EINPUT, path, rec->line, "%d fields, expected %d", rec->nfield,
 			      NCOLS);
 	snprintf(r->model, sizeof r->model, "%s", f[0]);
-	snprintf(r->cluster, sizeof r->cluster, "%s", f[2]);
-	snprintf(r->profile, sizeof r->profile, "%s", f[3]);
-	snprintf(r->planner, sizeof r->planner, "%s", f[4]);
-	snprintf(r->error, sizeof r->error, "%s", f[18]);
+	snprintf(r->cluster, sizeof r->cluster, "%s", f[3]);
+	snprintf(r->profile, sizeof r->profile, "%s", f[4]);
+	snprintf(r->planner, sizeof r->planner, "%s", f[5]);
+	snprintf(r->error, sizeof r->error, "%s", f[19]);
 	errno = 0;
 	r->batch = strtoll(f[1], &end, 10);
 	if (*end || errno || r->batch < 0)
 		return ap_err(AP_EINPUT, path, rec->line, "batch '%s' is not a non-negative "
 			      "integer", f[1]);
-	r->seed = strtoull(f[5], &end, 10);
-	if (*end || errno || !*f[5])
-		return ap_err(AP_EINPUT, path, rec->line, "seed '%s' is not an integer", f[5]);
-	r->budget_s = strtod(f[6], &end);
+	if (strcmp(f[2], "strong") && strcmp(f[2], "weak"))
+		return ap_err(AP_EINPUT, path, rec->line, "scaling '%s' (expected strong or weak)",
+			      f[2]);
+	r->weak = f[2][0] == 'w';
+	r->seed = strtoull(f[6], &end, 10);
+	if (*end || errno || !*f[6])
+		return ap_err(AP_EINPUT, path, rec->line, "seed '%s' is not an integer", f[6]);
+	r->budget_s = strtod(f[7], &end);
 	if (*end || errno)
-		return ap_err(AP_EINPUT, path, rec->line, "budget_s '%s' is not a number", f[6]);
-	if (strcmp(f[7], "ok") && strcmp(f[7], "failed"))
+		return ap_err(AP_EINPUT, path, rec->line, "budget_s '%s' is not a number", f[7]);
+	if (strcmp(f[8], "ok") && strcmp(f[8], "failed"))
 		return ap_err(AP_EINPUT, path, rec->line, "status '%s' (expected ok or failed)",
-			      f[7]);
-	r->ok = f[7][0] == 'o';
+			      f[8]);
+	r->ok = f[8][0] == 'o';
 	for (int k = NUM_FIRST; k < NUM_FIRST + 10; k++) {
 		if (!*f[k])
 			continue;
@@ -127,7 +131,7 @@ static int write_rows(FILE *f, void *ctx)
 		struct bench_row *r = &t->rows[i];
 
 		csvio_put_text(f, r->model);
-		fprintf(f, ",%lld,", (long long)r->batch);
+		fprintf(f, ",%lld,%s,", (long long)r->batch, r->weak ? "weak" : "strong");
 		csvio_put_text(f, r->cluster);
 		fputc(',', f);
 		csvio_put_text(f, r->profile);
@@ -156,13 +160,13 @@ void results_release(struct results *t)
 	memset(t, 0, sizeof *t);
 }
 
-int results_find(const struct results *t, const char *model, int64_t batch,
+int results_find(const struct results *t, const char *model, int64_t batch, int weak,
 		 const char *cluster, const char *planner, uint64_t seed)
 {
 	for (int i = 0; i < t->n; i++) {
 		const struct bench_row *r = &t->rows[i];
 
-		if (r->batch == batch && r->seed == seed && !strcmp(r->model, model) &&
+		if (r->batch == batch && r->weak == weak && r->seed == seed && !strcmp(r->model, model) &&
 		    !strcmp(r->cluster, cluster) && !strcmp(r->planner, planner))
 			return i;
 	}
@@ -173,7 +177,7 @@ void results_speedups(struct results *t)
 {
 	for (int i = 0; i < t->n; i++) {
 		struct bench_row *r = &t->rows[i];
-		int d = results_find(t, r->model, r->batch, r->cluster, "dp", r->seed);
+		int d = results_find(t, r->model, r->batch, r->weak, r->cluster, "dp", r->seed);
 
 		r->speedup_vs_dp = NAN;
 		if (d >= 0 && r->ok && t->rows[d].ok && !strcmp(t->rows[d].profile, r->profile) &&

@@ -1,6 +1,6 @@
 /*
- * The benchmark's results CSV (DESIGN section 4): one row per (model,
- * batch, cluster, profile, planner, seed) with the search time, the
+ * The benchmark's results CSV (docs/formats.md): one row per (model,
+ * batch, scaling, cluster, profile, planner, seed) with the search time, the
  * simulator's prediction, the planner's own estimate and bound where it has
  * them, measured throughput when executed, and the speedup over data
  * parallelism on the same row.  The file is rewritten atomically after
@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define RESULTS_HEADER                                                                  \
-	"model,batch,cluster,profile,planner,seed,budget_s,status,search_s,pred_iter_ms," \
+	"model,batch,scaling,cluster,profile,planner,seed,budget_s,status,search_s,pred_iter_ms," \
 	"pred_samples_s,peak_mem_bytes,bubble,planner_est_ms,bound_ms,gap,"               \
 	"measured_samples_s,speedup_vs_dp,error"
 
@@ -21,6 +21,7 @@
 struct bench_row {
 	char model[128], cluster[128], profile[128], planner[64];
 	int64_t batch;        /* 0: the model did not load (its own batch) */
+	int weak;             /* the batch was given per device (batch.h) */
 	uint64_t seed;
 	double budget_s;
 	int ok;
@@ -42,10 +43,10 @@ int results_write(const char *path, const struct results *t);
 void results_release(struct results *t);
 int results_add(struct results *t, const struct bench_row *r);
 /* Index of the row of that cell, or -1. */
-int results_find(const struct results *t, const char *model, int64_t batch,
+int results_find(const struct results *t, const char *model, int64_t batch, int weak,
 		 const char *cluster, const char *planner, uint64_t seed);
 /* speedup_vs_dp of every row: its samples/s over the samples/s of the `dp`
- * row with the same model, batch, cluster, profile and seed. */
+ * row with the same model, batch, scaling, cluster, profile and seed. */
 void results_speedups(struct results *t);
 
 #endif

@@ -65,6 +65,8 @@ static int eval(const struct bench_cell *cell, const struct graph *g,
 	struct sim_result r;
 	int rc;
 
+	if (cell->batch.per_device)
+		in.per_device_batch = g->batch / cluster_ndevices(c);
 	rc = planner_parse(cell->planner, "bench", &pl, &opts);
 	if (!rc)
 		rc = cached_profile(pc, c);
@@ -92,10 +94,6 @@ static int eval(const struct bench_cell *cell, const struct graph *g,
 		row->pred_samples_s = r.samples_per_s;
 		row->peak_mem_bytes = (double)r.peak_mem_bytes;
 		row->bubble = r.bubble;
-		if (!sim_fits(&r))
-			rc = ap_err(AP_EINPUT, pl->name, 0, "peak memory %lld bytes on device %d "
-				    "exceeds its %lld", (long long)r.peak_mem_bytes, r.peak_dev,
-				    (long long)r.mem_bytes);
 	}
 	sim_release(&s);
 out:
@@ -156,12 +154,15 @@ static int run(int argc, char **argv)
 		snprintf(row.planner, sizeof row.planner, "%s", cell->planner);
 		row.seed = cell->seed;
 		row.budget_s = cell->budget_s;
+		row.weak = cell->batch.per_device;
 		ap_err_quiet(1);
-		st = model_load(cell->model, cell->batch, &g);
+		st = load_cluster(cell->cluster, &c);
+		if (!st)
+			st = batch_model_load(cell->model, &cell->batch, cluster_ndevices(&c), &g);
 		/* a model that does not load keeps the batch asked for (0 = its own) */
-		row.batch = st ? cell->batch : g.batch;
-		prev = results_find(&t, cell->model, row.batch, cell->cluster, cell->planner,
-				    cell->seed);
+		row.batch = st ? cell->batch.n : g.batch;
+		prev = results_find(&t, cell->model, row.batch, row.weak, cell->cluster,
+				    cell->planner, cell->seed);
 		if (prev >= 0 && t.rows[prev].ok) {
 			ap_err_quiet(0);
 			graph_release(&g);
@@ -169,9 +170,7 @@ static int run(int argc, char **argv)
 			continue;
 		}
 		if (!st) {
-			st = load_cluster(cell->cluster, &c);
-			if (!st)
-				st = eval(cell, &g, &c, &pc, &row, anytime);
+			st = eval(cell, &g, &c, &pc, &row, anytime);
 			graph_release(&g);
 		}
 		ap_err_quiet(0);

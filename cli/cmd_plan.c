@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "batch.h"
 #include "commands.h"
 #include "err.h"
 #include "load.h"
@@ -71,7 +72,8 @@ static void planner_options(const struct planner *pl, struct opt *o,
 static int run(int argc, char **argv)
 {
 	const char *model = NULL, *cspec = NULL, *prof = NULL, *pname = NULL, *outf = NULL;
-	long long batch = 0;
+	const char *bspec = "0";
+	struct batch_spec bs;
 	double budget = 10;
 	uint64_t seed = 1;
 	char lng[PLANNER_MAX_OPTIONS][PLANNER_OPT_LEN + 2];
@@ -83,7 +85,7 @@ static int run(int argc, char **argv)
 		{ "-c", "--cluster", OPT_STR, &cspec },
 		{ "-p", "--profile", OPT_STR, &prof },
 		{ "-P", "--planner", OPT_STR, &pname },
-		{ "-b", "--batch", OPT_POS_INT, &batch },
+		{ "-b", "--batch", OPT_STR, &bspec },
 		{ NULL, "--budget", OPT_SECONDS, &budget },
 		{ NULL, "--seed", OPT_SEED, &seed },
 		{ "-o", "--output", OPT_STR, &outf },
@@ -115,15 +117,20 @@ static int run(int argc, char **argv)
 		if ((flags[k] || vals[k]) &&
 		    planner_opts_set(pl, &popts, opts[8 + k].lng + 2, vals[k], opts[8 + k].lng))
 			return AP_EINPUT;
-	rc = model_load(model, batch, &g);
+	rc = batch_spec_parse(bspec, "-b", 0, &bs);
+	if (rc)
+		goto out;
+	rc = load_cluster(cspec, &c);
 	if (!rc)
-		rc = load_cluster(cspec, &c);
+		rc = batch_model_load(model, &bs, cluster_ndevices(&c), &g);
 	if (!rc)
 		rc = load_profile(prof, &c, &p, used, sizeof used);
 	if (rc)
 		goto out;
 	in = (struct planner_input){ .g = &g, .p = &p, .c = &c, .budget_s = budget,
-				     .seed = seed, .opts = &popts };
+				     .seed = seed, .opts = &popts,
+				     .per_device_batch = bs.per_device ?
+					     g.batch / cluster_ndevices(&c) : 0 };
 	rc = planner_run(pl, &in, used, &plan);
 	if (!rc)
 		rc = predict(&g, &p, &c, &plan);
@@ -156,7 +163,11 @@ const struct command cmd_plan = {
 		 "  -P, --planner NAME  the planner; its options may follow the name,\n"
 		 "                      NAME:opt,opt=value, or be given as --opt [value]\n"
 		 "                      (autopar planners lists each planner's options)\n"
-		 "  -b, --batch N       batch size (default: the model's)\n"
+		 "  -b, --batch N       the global batch (default: the model's; strong\n"
+		 "                      scaling); N/dev: N samples per device, the global\n"
+		 "                      batch growing with the cluster (weak scaling, the\n"
+		 "                      papers' data-parallel convention); 0/dev: the\n"
+		 "                      model's own batch per device\n"
 		 "  --budget S          search time budget in seconds (default 10)\n"
 		 "  --seed N            seed for randomised planners (default 1)\n"
 		 "  -o, --output FILE   where to write the plan\n",

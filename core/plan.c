@@ -738,8 +738,8 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 		     struct plan *p)
 {
 	static const char *const keys[] = {
-		"format", "version", "model", "batch", "cluster", "profile",
-		"planner", "search", "schedule", "stages", "ops", "predicted", NULL
+		"format", "version", "model", "batch", "per_device_batch", "cluster",
+		"profile", "planner", "search", "schedule", "stages", "ops", "predicted", NULL
 	};
 	char fld[FIELD_LEN];
 	json_t *x;
@@ -752,6 +752,8 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 		st = get_string(path, root, NULL, "model", 1, p->model, sizeof p->model);
 	if (!st)
 		st = get_int(path, root, NULL, "batch", 1, 1, &p->batch);
+	if (!st)
+		st = get_int(path, root, NULL, "per_device_batch", 0, 1, &p->per_device_batch);
 	if (!st)
 		st = get_string(path, root, NULL, "cluster", 1, p->cluster,
 				sizeof p->cluster);
@@ -929,6 +931,8 @@ static json_t *build_root(const struct plan *p, const struct graph *g)
 	bad = put(bad, root, "version", json_integer(PLAN_VERSION));
 	bad = put(bad, root, "model", json_string(p->model));
 	bad = put(bad, root, "batch", json_integer(p->batch));
+	if (p->per_device_batch > 0)
+		bad = put(bad, root, "per_device_batch", json_integer(p->per_device_batch));
 	bad = put(bad, root, "cluster", json_string(p->cluster));
 	bad = put(bad, root, "profile", json_string(p->profile));
 	bad = put(bad, root, "planner", json_string(p->planner));

@@ -64,6 +64,10 @@ struct plan {
 	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN];
 	char profile[PLAN_NAME_LEN], planner[PLAN_NAME_LEN];
 	int64_t batch;
+	/* Weak scaling: the batch per device the instance was made with
+	 * (batch = it x the cluster's devices); 0 for a global batch (strong
+	 * scaling).  JSON "per_device_batch", written when above 0. */
+	int64_t per_device_batch;
 	/* search statistics: seconds, seed, and planner-specific numbers */
 	double search_s;
 	uint64_t seed;

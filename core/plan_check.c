@@ -38,6 +38,16 @@ static int check_schedule(struct vctx *v)
 		return ap_err(AP_EINPUT, v->path, 0,
 			      "batch: the plan is for batch %lld but model '%s' has batch %lld",
 			      (long long)p->batch, v->g->name, (long long)v->g->batch);
+	int64_t whole;
+
+	if (p->per_device_batch < 0 ||
+	    (p->per_device_batch > 0 &&
+	     (__builtin_mul_overflow(p->per_device_batch, (int64_t)v->ndev, &whole) ||
+	      p->batch != whole)))
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "per_device_batch: the batch %lld is not %lld per device on the %d devices of cluster '%s'",
+			      (long long)p->batch, (long long)p->per_device_batch, v->ndev,
+			      v->c->name);
 	if ((unsigned)p->sched >= NSCHED_KINDS)
 		return ap_err(AP_EINPUT, v->path, 0,
 			      "schedule.kind: unknown schedule %d", (int)p->sched);

@@ -5,7 +5,40 @@
 #include <stdio.h>
 
 #include "clock.h"
+#include "err.h"
 #include "planner.h"
+#include "sim.h"
+
+/* Every planner's plan must fit the devices' memory, as the simulator
+ * counts it (weights, gradients, optimizer state, stashed versions,
+ * activations in flight, workspace): a plan that does not is refused with
+ * the numbers, whichever planner made it. */
+static int check_memory(const struct planner *pl, const struct planner_input *in,
+			const struct plan *p)
+{
+	struct sim s;
+	struct sim_result r;
+	int rc = sim_init(&s, in->g, in->p, in->c);
+
+	if (rc)
+		return rc;
+	rc = sim_run(&s, p, NULL, &r);
+	if (!rc && !sim_fits(&r))
+		rc = ap_err(AP_EINPUT, pl->name, 0,
+			    "the plan does not fit: device %d needs %.2f GiB (weights %.2f, "
+			    "gradients %.2f, optimizer state %.2f, stashed weights %.2f, "
+			    "activations %.2f, workspace %.2f), more than its %.2f GiB",
+			    r.peak_dev, r.peak_mem_bytes / 1073741824.0,
+			    r.mem[r.peak_dev].weights / 1073741824.0,
+			    r.mem[r.peak_dev].grads / 1073741824.0,
+			    r.mem[r.peak_dev].opt_state / 1073741824.0,
+			    r.mem[r.peak_dev].stash / 1073741824.0,
+			    r.mem[r.peak_dev].act / 1073741824.0,
+			    r.mem[r.peak_dev].workspace / 1073741824.0,
+			    r.mem_bytes / 1073741824.0);
+	sim_release(&s);
+	return rc;
+}
 
 int planner_run(const struct planner *pl, const struct planner_input *in,
 		const char *profile_name, struct plan *out)
@@ -31,5 +64,7 @@ int planner_run(const struct planner *pl, const struct planner_input *in,
 	snprintf(out->profile, sizeof out->profile, "%s", profile_name);
 	planner_spec(pl, &opts, out->planner, sizeof out->planner);
 	out->seed = in->seed;
-	return plan_validate(out, in->g, in->c, pl->name);
+	out->per_device_batch = in->per_device_batch;
+	rc = plan_validate(out, in->g, in->c, pl->name);
+	return rc ? rc : check_memory(pl, in, out);
 }

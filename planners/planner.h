@@ -53,6 +53,10 @@ struct planner_input {
 	const struct profile *p;
 	const struct cluster *c;
 	double budget_s; /* wall-clock budget of the search */
+	/* Weak scaling: g's batch is this many samples per device (the
+	 * papers' convention: a planner that pipelines may take it as its
+	 * micro-batch, as PipeDream's minibatch is); 0: a global batch. */
+	int64_t per_device_batch;
 	uint64_t seed;
 	const struct planner_opts *opts; /* NULL: every option at its default */
 };
@@ -93,8 +97,10 @@ double planner_real(const struct planner_input *in, const char *name);
 /* The driver: sizes out for in->g, completes in->opts with pl's defaults,
  * runs pl timed, records the names of the inputs (profile_name is the
  * profile's name as the user gave it), the planner's spec, seed and
- * search time, and validates the plan, so a plan that
- * does not fit the devices' memory is refused with the numbers. */
+ * search time and the per-device batch, validates the plan and simulates
+ * it: a plan that does not fit the devices' memory (the simulator's peak:
+ * weights, optimizer state, stashed versions, activations in flight) is
+ * refused with the numbers, whichever planner made it. */
 int planner_run(const struct planner *pl, const struct planner_input *in,
 		const char *profile_name, struct plan *out);
 
