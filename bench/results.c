@@ -18,7 +18,7 @@
 static const char *const cols[] = {
 	"model", "batch", "scaling", "cluster", "profile", "planner", "seed", "budget_s", "status",
 	"search_s", "pred_iter_ms", "pred_samples_s", "peak_mem_bytes", "bubble",
-	"planner_est_ms", "bound_ms", "gap", "measured_samples_s", "speedup_vs_dp", "error",
+	"planner_est_ms", "bound_ms", "gap", "measured_samples_s", "speedup_vs_dp", "fits", "error",
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 #define NUM_FIRST 9 /* cols[9..18] are the optional numbers, in row order */
@@ -35,6 +35,7 @@ static double *num_field(struct bench_row *r, int k)
 void bench_row_init(struct bench_row *r)
 {
 	memset(r, 0, sizeof *r);
+	r->fits = -1;
 	for (int k = NUM_FIRST; k < NUM_FIRST + 10; k++)
 		*num_field(r, k) = NAN;
 }
@@ -60,7 +61,7 @@ static int parse_row(const struct csvio_rec *rec, const char *path, struct bench
 	snprintf(r->cluster, sizeof r->cluster, "%s", f[3]);
 	snprintf(r->profile, sizeof r->profile, "%s", f[4]);
 	snprintf(r->planner, sizeof r->planner, "%s", f[5]);
-	snprintf(r->error, sizeof r->error, "%s", f[19]);
+	snprintf(r->error, sizeof r->error, "%s", f[20]);
 	errno = 0;
 	r->batch = strtoll(f[1], &end, 10);
 	if (*end || errno || r->batch < 0)
@@ -80,6 +81,10 @@ static int parse_row(const struct csvio_rec *rec, const char *path, struct bench
 		return ap_err(AP_EINPUT, path, rec->line, "status '%s' (expected ok or failed)",
 			      f[8]);
 	r->ok = f[8][0] == 'o';
+	if (strcmp(f[19], "") && strcmp(f[19], "0") && strcmp(f[19], "1"))
+		return ap_err(AP_EINPUT, path, rec->line, "fits '%s' (expected 1, 0 or empty)",
+			      f[19]);
+	r->fits = *f[19] ? f[19][0] - '0' : -1;
 	for (int k = NUM_FIRST; k < NUM_FIRST + 10; k++) {
 		if (!*f[k])
 			continue;
@@ -142,6 +147,9 @@ static int write_rows(FILE *f, void *ctx)
 		fprintf(f, ",%s", r->ok ? "ok" : "failed");
 		for (int k = NUM_FIRST; k < NUM_FIRST + 10; k++)
 			put_num(f, *num_field(r, k));
+		fputc(',', f);
+		if (r->fits >= 0)
+			fputc('0' + r->fits, f);
 		fputc(',', f);
 		csvio_put_text(f, r->error);
 		fputc('\n', f);

@@ -15,7 +15,7 @@
 #define RESULTS_HEADER                                                                  \
 	"model,batch,scaling,cluster,profile,planner,seed,budget_s,status,search_s,pred_iter_ms," \
 	"pred_samples_s,peak_mem_bytes,bubble,planner_est_ms,bound_ms,gap,"               \
-	"measured_samples_s,speedup_vs_dp,error"
+	"measured_samples_s,speedup_vs_dp,fits,error"
 
 /* Numbers that do not apply are NAN (written as an empty field). */
 struct bench_row {
@@ -27,6 +27,7 @@ struct bench_row {
 	int ok;
 	double search_s, pred_iter_ms, pred_samples_s, peak_mem_bytes, bubble;
 	double planner_est_ms, bound_ms, gap, measured_samples_s, speedup_vs_dp;
+	int fits;             /* the plan fits memory: 1, 0, -1 unknown */
 	char error[512];
 };
 

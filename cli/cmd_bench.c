@@ -61,8 +61,6 @@ static int eval(const struct bench_cell *cell, const struct graph *g,
 	struct planner_input in = { .g = g, .c = c, .budget_s = cell->budget_s,
 				    .seed = cell->seed, .opts = &opts };
 	struct plan plan;
-	struct sim s;
-	struct sim_result r;
 	int rc;
 
 	if (cell->batch.per_device)
@@ -84,18 +82,11 @@ static int eval(const struct bench_cell *cell, const struct graph *g,
 	row->gap = plan_stat(&plan, "gap");
 	if (plan.ncurve > 0)
 		rc = anytime_update(anytime, row, &plan);
-	if (!rc)
-		rc = sim_init(&s, g, &pc->p, c);
-	if (rc)
-		goto out;
-	rc = sim_run(&s, &plan, NULL, &r);
-	if (!rc) {
-		row->pred_iter_ms = 1e3 * r.iter_s;
-		row->pred_samples_s = r.samples_per_s;
-		row->peak_mem_bytes = (double)r.peak_mem_bytes;
-		row->bubble = r.bubble;
-	}
-	sim_release(&s);
+	row->pred_iter_ms = plan.pred_iter_ms;
+	row->pred_samples_s = plan.pred_samples_per_s;
+	row->peak_mem_bytes = (double)plan.pred_peak_mem_bytes;
+	row->bubble = plan.pred_bubble;
+	row->fits = plan.pred_fits;
 out:
 	plan_release(&plan);
 	return rc;

@@ -17,27 +17,6 @@
 #include "planner.h"
 #include "sim.h"
 
-/* The simulator's prediction goes into the plan's "predicted" fields. */
-static int predict(const struct graph *g, const struct profile *p, const struct cluster *c,
-		   struct plan *plan)
-{
-	struct sim s;
-	struct sim_result r;
-	int rc = sim_init(&s, g, p, c);
-
-	if (rc)
-		return rc;
-	rc = sim_run(&s, plan, NULL, &r);
-	if (!rc) {
-		plan->pred_iter_ms = 1e3 * r.iter_s;
-		plan->pred_samples_per_s = r.samples_per_s;
-		plan->pred_peak_mem_bytes = r.peak_mem_bytes;
-		plan->pred_bubble = r.bubble;
-	}
-	sim_release(&s);
-	return rc;
-}
-
 /* The -P value, looked up before parsing so that the planner's own
  * options can be accepted as long options. */
 static const char *planner_arg(int argc, char **argv)
@@ -133,14 +112,13 @@ static int run(int argc, char **argv)
 					     g.batch / cluster_ndevices(&c) : 0 };
 	rc = planner_run(pl, &in, used, &plan);
 	if (!rc)
-		rc = predict(&g, &p, &c, &plan);
-	if (!rc)
 		rc = plan_write(&plan, &g, outf);
 	if (!rc)
 		printf("%s: %s plan for %s on %s (profile %s, %s), %d stage%s, "
-		       "searched %.3f s, predicted %.3f ms per iteration\n", outf, plan.planner,
+		       "searched %.3f s, predicted %.3f ms per iteration%s\n", outf, plan.planner,
 		       g.name, c.name, used, profile_kind(&p), plan.nstages,
-		       plan.nstages == 1 ? "" : "s", plan.search_s, plan.pred_iter_ms);
+		       plan.nstages == 1 ? "" : "s", plan.search_s, plan.pred_iter_ms,
+		       plan.pred_fits ? "" : " (does not fit memory)");
 out:
 	plan_release(&plan);
 	profile_release(&p);

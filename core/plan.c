@@ -101,6 +101,7 @@ void plan_init(struct plan *p)
 	p->pred_samples_per_s = -1;
 	p->pred_bubble = -1;
 	p->pred_peak_mem_bytes = -1;
+	p->pred_fits = -1;
 }
 
 void plan_release(struct plan *p)
@@ -689,7 +690,8 @@ out:
 static int read_predicted(const char *path, json_t *v, struct plan *p)
 {
 	static const char *const keys[] = { "iter_ms", "samples_per_s",
-					    "peak_mem_bytes", "bubble", NULL };
+					    "peak_mem_bytes", "bubble", "fits_memory", NULL };
+	json_t *x;
 	const char *pre = "predicted";
 	int st;
 
@@ -702,6 +704,12 @@ static int read_predicted(const char *path, json_t *v, struct plan *p)
 		st = get_int(path, v, pre, "peak_mem_bytes", 0, 0, &p->pred_peak_mem_bytes);
 	if (!st)
 		st = get_number(path, v, pre, "bubble", 0, &p->pred_bubble);
+	x = json_object_get(v, "fits_memory");
+	if (!st && x && !json_is_boolean(x))
+		st = ap_err(AP_EINPUT, path, 0, "predicted.fits_memory: expected true or false, got %s",
+			    json_kind(x));
+	if (!st && x)
+		p->pred_fits = json_is_true(x);
 	return st;
 }
 
@@ -976,6 +984,8 @@ static json_t *build_root(const struct plan *p, const struct graph *g)
 				  json_integer(p->pred_peak_mem_bytes));
 		if (p->pred_bubble >= 0)
 			bad = put(bad, pred, "bubble", json_real(p->pred_bubble));
+		if (p->pred_fits >= 0)
+			bad = put(bad, pred, "fits_memory", json_boolean(p->pred_fits));
 		bad = put(bad, root, "predicted", pred);
 	}
 	return built(root, bad);

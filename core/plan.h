@@ -89,6 +89,9 @@ struct plan {
 	/* predicted by the simulator; negative when absent */
 	double pred_iter_ms, pred_samples_per_s, pred_bubble;
 	int64_t pred_peak_mem_bytes;
+	/* whether that peak fits every device (sim_fits()): 1, 0, -1 when
+	 * not predicted; "fits_memory" in JSON */
+	int pred_fits;
 };
 
 const char *sched_name(enum sched_kind k);

@@ -9,12 +9,15 @@
 #include "planner.h"
 #include "sim.h"
 
-/* Every planner's plan must fit the devices' memory, as the simulator
+/* Every planner's plan is simulated as it leaves the driver: its
+ * prediction, and whether it fits the devices' memory as the simulator
  * counts it (weights, gradients, optimizer state, stashed versions,
- * activations in flight, workspace): a plan that does not is refused with
- * the numbers, whichever planner made it. */
-static int check_memory(const struct planner *pl, const struct planner_input *in,
-			const struct plan *p)
+ * activations in flight, workspace), whichever planner made it.  A plan
+ * that does not fit is marked (pred_fits 0, "fits_memory": false, the
+ * bench's fits column) and reported as a warning, not refused: a
+ * baseline keeps its number beside the planners that search for plans
+ * that fit. */
+static int predict(const struct planner *pl, const struct planner_input *in, struct plan *p)
 {
 	struct sim s;
 	struct sim_result r;
@@ -23,19 +26,26 @@ static int check_memory(const struct planner *pl, const struct planner_input *in
 	if (rc)
 		return rc;
 	rc = sim_run(&s, p, NULL, &r);
-	if (!rc && !sim_fits(&r))
-		rc = ap_err(AP_EINPUT, pl->name, 0,
-			    "the plan does not fit: device %d needs %.2f GiB (weights %.2f, "
-			    "gradients %.2f, optimizer state %.2f, stashed weights %.2f, "
-			    "activations %.2f, workspace %.2f), more than its %.2f GiB",
-			    r.peak_dev, r.peak_mem_bytes / 1073741824.0,
-			    r.mem[r.peak_dev].weights / 1073741824.0,
-			    r.mem[r.peak_dev].grads / 1073741824.0,
-			    r.mem[r.peak_dev].opt_state / 1073741824.0,
-			    r.mem[r.peak_dev].stash / 1073741824.0,
-			    r.mem[r.peak_dev].act / 1073741824.0,
-			    r.mem[r.peak_dev].workspace / 1073741824.0,
-			    r.mem_bytes / 1073741824.0);
+	if (!rc) {
+		p->pred_iter_ms = 1e3 * r.iter_s;
+		p->pred_samples_per_s = r.samples_per_s;
+		p->pred_peak_mem_bytes = r.peak_mem_bytes;
+		p->pred_bubble = r.bubble;
+		p->pred_fits = sim_fits(&r);
+		if (!p->pred_fits) /* a warning: reported, and the plan kept */
+			ap_err(AP_OK, pl->name, 0, "warning: the plan does not fit memory: "
+				 "device %d needs %.2f GiB (weights %.2f, gradients %.2f, "
+				 "optimizer state %.2f, stashed weights %.2f, activations %.2f, "
+				 "workspace %.2f), more than its %.2f GiB", r.peak_dev,
+				 r.peak_mem_bytes / 1073741824.0,
+				 r.mem[r.peak_dev].weights / 1073741824.0,
+				 r.mem[r.peak_dev].grads / 1073741824.0,
+				 r.mem[r.peak_dev].opt_state / 1073741824.0,
+				 r.mem[r.peak_dev].stash / 1073741824.0,
+				 r.mem[r.peak_dev].act / 1073741824.0,
+				 r.mem[r.peak_dev].workspace / 1073741824.0,
+				 r.mem_bytes / 1073741824.0);
+	}
 	sim_release(&s);
 	return rc;
 }
@@ -66,5 +76,5 @@ int planner_run(const struct planner *pl, const struct planner_input *in,
 	out->seed = in->seed;
 	out->per_device_batch = in->per_device_batch;
 	rc = plan_validate(out, in->g, in->c, pl->name);
-	return rc ? rc : check_memory(pl, in, out);
+	return rc ? rc : predict(pl, in, out);
 }

@@ -16,12 +16,13 @@
  * (merging the units on its sides), and among equally wide cuts the one
  * between the two units with the least compute; chains keep every cut up
  * to the limit, ResNets keep their block boundaries longest, and the
- * search time stays bounded.  Per unit: forward plus backward time of the
- * whole batch (profile_lookup(), the simulator's lookup, with its rule
- * that an input has no backward; imported operators keep their measured
- * times), parameter bytes (plan_param_shard_bytes(), the rule plan
- * validation uses), activation bytes, and the bytes crossing the cut
- * before it.
+ * search time stays bounded.  Per unit: forward plus backward time of one
+ * minibatch (sim_op_cost(), the simulator's lookup, with its rule that an
+ * input has no backward; imported operators keep their measured times),
+ * parameter bytes (plan_param_shard_bytes(), the rule plan validation
+ * uses), activation bytes, and the bytes crossing the cut before it.  The
+ * minibatch is the reference's unit: under weak scaling the per-device
+ * batch (the batch holds `units` of them), else the whole batch.
  *
  * Levels.  As in the paper the cluster is a hierarchy: level 0 joins the
  * devices of a node over the intra-node link, level 1 the nodes over their
@@ -31,9 +32,12 @@
  * (that level's A on all its components), the paper's equation (2); it is
  * the minimum over one stage of j replicas and over every cut c and
  * replication r of the last stage of max(A[l][j - r][a, c), T([c, b), r)).
- * The top level is solved for ranges starting at 0 only.  All times are
- * for the whole batch, so the objective compares with the simulator's
- * iteration time and is recorded as planner_est_ms.
+ * The top level is solved for ranges starting at 0 only.  Times are per
+ * minibatch; units times the objective is the time of the batch, which
+ * compares with the simulator's iteration time and is recorded as
+ * planner_est_ms.  Replicas synchronise every round under PipeDream's
+ * asynchronous 1F1B (the sync terms below, per minibatch), once a step
+ * under PipeDream-Flush (the terms divided by units).
  *
  * Cost terms, `cost=code` (the default): those of the published reference
  * optimizer, as documented with the imported profiles:
@@ -58,19 +62,24 @@
  * fit, the next micro-batch counts are tried (smaller micro-batches hold
  * less).
  *
- * Our plans split every micro-batch over a stage's replicas (PipeDream
- * sends whole minibatches to them in turn), so a replication factor must
- * divide the micro-batch: the DP admits r replicas of a range only when r
- * times the replication inside the range divides the batch.  `fewer`
- * lets a range use fewer components than it is given (the reference's
- * use_fewer_machines), `straight` forbids replication.
+ * Replicated stages are PipeDream's: the r replicas of a stage take
+ * whole micro-batches in turn (round robin, the plan's stage `replicas`)
+ * and all-reduce their gradients, so a stage's time is (C + sync) / r as
+ * costed above, and any r is admissible (the reference picks 3 and 15).
+ * `fewer` lets a range use fewer components than it is given (the
+ * reference's use_fewer_machines), `straight` forbids replication.
  *
- * The plan: one stage per device-level stage, chained, each op split
- * along n over its stage's devices; micro-batches = NOAM = ceil(workers /
- * replicas of the input stage), or the nearest count whose micro-batch
- * every replication factor divides; PipeDream's 1F1B with weight stashing
- * (`1f1b-async`) or PipeDream-Flush (`1f1b-flush`).  A plan of one stage
- * is data parallelism, which PipeDream runs synchronously: it is flushed.
+ * The plan: one stage per device-level stage, chained, one round-robin
+ * replica per device; PipeDream's 1F1B with weight stashing (`1f1b-async`)
+ * or PipeDream-Flush (`1f1b-flush`).  A plan of one stage is data
+ * parallelism, which PipeDream runs synchronously: it is flushed, and each
+ * micro-batch is split along n over the devices.  Micro-batches: with a
+ * batch per device (weak scaling, planner_input.per_device_batch) the
+ * micro-batch is that batch, PipeDream's profiled minibatch; otherwise
+ * NOAM = ceil(workers / replicas of the input stage).  The nearest
+ * divisor of the batch is taken, and under the flushed schedule first one
+ * that every stage's replicas divide (else some replicas run one more
+ * micro-batch a step than the others).
  *
  * `schedule=async-predict` plans for that schedule (core/sched.c): every
  * stage runs a forward beside a backward, so its period is its forward
@@ -102,10 +111,9 @@ struct pd_level {
 	double bw;   /* bytes/s between two components */
 	/* Per (j, a, b), AT(): the best time of units [a, b) on j components,
 	 * and how: the cut c before the last stage (-1: one stage), the
-	 * components sub of [a, c), the last stage's replicas and the lcm of
-	 * the device-level replication factors inside. */
+	 * components sub of [a, c) and the last stage's replicas. */
 	double *t;
-	int *split, *sub, *rep, *lcm;
+	int *split, *sub, *rep;
 };
 
 struct pd_stage {
@@ -115,6 +123,14 @@ struct pd_stage {
 
 struct pd {
 	const struct planner_input *in;
+	/* Minibatches in the batch: the DP's times and bytes are those of
+	 * one (its terms are per minibatch, as the reference's are); 1 but
+	 * under weak scaling, where the minibatch is the per-device batch. */
+	int units;
+	/* Gradient synchronisations per minibatch and round of replicas:
+	 * 1 for PipeDream's asynchronous 1F1B (replicas all-reduce every
+	 * round), 1 / units for a flushed schedule (once a step). */
+	double syncs;
 	int straight, fewer, paper, memory, max_units;
 	int predict; /* schedule=async-predict */
 	double ratio; /* activation compression; 0: transfers not charged */
@@ -206,7 +222,9 @@ static int merge_units(int n, int max_units, int *cut, int *w, double *t)
 	return n;
 }
 
-/* Per operator in unit order: time, parameter and activation bytes. */
+/* Per operator in unit order: time, parameter and activation bytes, of
+ * one minibatch (the simulator's lookup, with its rule that an input has
+ * no backward). */
 static int op_numbers(struct pd *pd, double *t, double *w, double *act)
 {
 	const struct graph *g = pd->in->g;
@@ -216,14 +234,13 @@ static int op_numbers(struct pd *pd, double *t, double *w, double *act)
 	for (int k = 0; k < pd->nops; k++) {
 		const struct op *op = &g->ops[pd->order[k]];
 		struct op_cost oc;
-		int rc = profile_lookup(pd->in->p, g, pd->order[k], one, &oc);
+		int rc = sim_op_cost(pd->in->p, g, pd->order[k], one, pd->units, &oc);
 
 		if (rc)
 			return rc;
-		/* as the simulator: an input has no backward */
-		t[k] = 1e-6 * (oc.fwd_us + (op->kind == OP_INPUT ? 0 : oc.bwd_us));
+		t[k] = 1e-6 * (oc.fwd_us + oc.bwd_us);
 		w[k] = (double)plan_param_shard_bytes(op, &po);
-		act[k] = (double)op->out_bytes;
+		act[k] = (double)op->out_bytes / pd->units;
 	}
 	return AP_OK;
 }
@@ -265,8 +282,8 @@ static int build_units(struct pd *pd)
 		if (q > pos[u]) {
 			width[pos[u] + 1]++;
 			width[q + 1]--;
-			xb[pos[u] + 1] += (double)g->ops[u].out_bytes;
-			xb[q + 1] -= (double)g->ops[u].out_bytes;
+			xb[pos[u] + 1] += (double)g->ops[u].out_bytes / pd->units;
+			xb[q + 1] -= (double)g->ops[u].out_bytes / pd->units;
 		}
 	}
 	for (int s = 1; s <= N; s++) {
@@ -331,8 +348,7 @@ out:
 
 /* --- the dynamic program -------------------------------------------------- */
 
-/* Time of [a, b) on one component of level l - 1 (level 0: its compute),
- * and the lcm of the replication factors that solution uses. */
+/* Time of [a, b) on one component of level l - 1 (level 0: its compute). */
 static double lower_time(const struct pd *pd, int l, int a, int b)
 {
 	if (l == 0)
@@ -340,17 +356,12 @@ static double lower_time(const struct pd *pd, int l, int a, int b)
 	return pd->lv[l - 1].t[at(pd, pd->lv[l - 1].m, a, b)];
 }
 
-static int lower_lcm(const struct pd *pd, int l, int a, int b)
+/* Whether [a, b) may run as a stage at level l: its lower solution
+ * exists.  Replicas take whole micro-batches in turn, so any count of
+ * them is admissible (PipeDream's optimizer picks 3 and 15). */
+static int admissible(const struct pd *pd, int l, int a, int b)
 {
-	return l == 0 ? 1 : pd->lv[l - 1].lcm[at(pd, pd->lv[l - 1].m, a, b)];
-}
-
-/* Whether [a, b) may run as a stage of r replicas at level l: its lower
- * solution exists and every device-level factor divides the batch. */
-static int admissible(const struct pd *pd, int l, int a, int b, int r)
-{
-	return isfinite(lower_time(pd, l, a, b)) &&
-	       pd->in->g->batch % ((int64_t)r * lower_lcm(pd, l, a, b)) == 0;
+	return isfinite(lower_time(pd, l, a, b));
 }
 
 /* Whether [a, b) with k stashed copies fits a device (see the top). */
@@ -366,19 +377,21 @@ static int fits(const struct pd *pd, int l, int a, int b, int k)
 	return !pd->memory || need <= pd->mem;
 }
 
-/* The time of [a, b) as a stage of r replicas: alone (last = 0) or as the
- * last stage of a split (last = 1), by the terms at the top. */
-static double stage_time(const struct pd *pd, int l, int a, int b, int r, int last)
+/* The time of [a, b) as a stage of r replicas whose time on one
+ * component is c: alone (last = 0) or as the last stage of a split
+ * (last = 1), by the terms at the top. */
+static double replicated_time(const struct pd *pd, int l, double c, int a, int b, int r,
+			      int last)
 {
 	const struct pd_level *L = &pd->lv[l];
-	double c = lower_time(pd, l, a, b), w = pd->cw[b] - pd->cw[a], sync;
+	double w = pd->cw[b] - pd->cw[a], sync;
 
 	if (pd->paper) {
-		double t = fmax(c, 2.0 * (r - 1) * w / L->bw) / r;
+		double t = fmax(c, pd->syncs * 2.0 * (r - 1) * w / L->bw) / r;
 
 		return last ? fmax(t, 2.0 * pd->cross[a] / L->bw) : t;
 	}
-	sync = 4.0 * (r - 1) * w / (r * L->bw);
+	sync = pd->syncs * 4.0 * (r - 1) * w / (r * L->bw);
 	if (!last)
 		return (c + sync / L->dev) / r;
 	c = (c + sync) / r;
@@ -387,19 +400,33 @@ static double stage_time(const struct pd *pd, int l, int a, int b, int r, int la
 	return c;
 }
 
-static void set_cell(struct pd_level *L, size_t i, double t, int split, int sub, int rep,
-		     int lcm)
+static double stage_time(const struct pd *pd, int l, int a, int b, int r, int last)
+{
+	return replicated_time(pd, l, lower_time(pd, l, a, b), a, b, r, last);
+}
+
+/* Data parallelism by the same terms: one stage of every component at
+ * every level, the paper's baseline. */
+static double dp_time(const struct pd *pd)
+{
+	double t = pd->ct[pd->n] - pd->ct[0];
+
+	for (int l = 0; l < pd->nlv; l++)
+		t = replicated_time(pd, l, t, 0, pd->n, pd->lv[l].m, 0);
+	return t;
+}
+
+static void set_cell(struct pd_level *L, size_t i, double t, int split, int sub, int rep)
 {
 	L->t[i] = t;
 	L->split[i] = split;
 	L->sub[i] = sub;
 	L->rep[i] = rep;
-	L->lcm[i] = lcm;
 }
 
 static void copy_cell(struct pd_level *L, size_t to, size_t from)
 {
-	set_cell(L, to, L->t[from], L->split[from], L->sub[from], L->rep[from], L->lcm[from]);
+	set_cell(L, to, L->t[from], L->split[from], L->sub[from], L->rep[from]);
 }
 
 /* The best split of [a, b) on j components. */
@@ -425,12 +452,11 @@ static void best_split(struct pd *pd, int l, int j, int a, int b)
 				arg = c;
 			}
 		}
-		if (arg >= 0 && v < L->t[cell]) {
-			size_t h = at(pd, j - r, a, arg);
-
-			set_cell(L, cell, v, arg, j - r, r,
-				 (int)lcm64(L->lcm[h], (int64_t)r * lower_lcm(pd, l, arg, b)));
-		}
+		/* a split must be better by more than round-off: between equal
+		 * costs the fewer stages win (data parallelism over a
+		 * pipeline that only ties it) */
+		if (arg >= 0 && v < L->t[cell] * (1 - 1e-9))
+			set_cell(L, cell, v, arg, j - r, r);
 	}
 }
 
@@ -444,25 +470,24 @@ static int solve_level(struct pd *pd, int l, int amax)
 	L->split = malloc(size * sizeof *L->split);
 	L->sub = malloc(size * sizeof *L->sub);
 	L->rep = malloc(size * sizeof *L->rep);
-	L->lcm = malloc(size * sizeof *L->lcm);
-	if (!L->t || !L->split || !L->sub || !L->rep || !L->lcm)
+	if (!L->t || !L->split || !L->sub || !L->rep)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (size_t i = 0; i < size; i++)
-		set_cell(L, i, INFINITY, -1, 0, 0, 1);
+		set_cell(L, i, INFINITY, -1, 0, 0);
 	/* one stage of j replicas */
 	for (int j = 1; j <= (pd->straight ? 1 : M); j++)
 		for (int a = 0; a < amax; a++)
 			for (int b = a + 1; b <= n; b++)
-				if (admissible(pd, l, a, b, j) && fits(pd, l, a, b, (M - 1) / j))
+				if (admissible(pd, l, a, b) && fits(pd, l, a, b, (M - 1) / j))
 					set_cell(L, at(pd, j, a, b), stage_time(pd, l, a, b, j, 0),
-						 -1, 0, j, j * lower_lcm(pd, l, a, b));
+						 -1, 0, j);
 	/* the last stage of a split, [c, b) on r replicas, by r, b, c */
 	for (int r = 1; r < M; r++)
 		for (int b = 1; b <= n; b++)
 			for (int c = 0; c < b; c++)
 				pd->last[at(pd, r, b, c)] =
-					admissible(pd, l, c, b, r) ? stage_time(pd, l, c, b, r, 1)
-								   : INFINITY;
+					admissible(pd, l, c, b) ? stage_time(pd, l, c, b, r, 1)
+								: INFINITY;
 	for (int j = 1; j <= M; j++) {
 		if (now_s() > pd->deadline)
 			return ap_err(AP_EINPUT, "pipedream", 0, "the search did not finish "
@@ -512,7 +537,11 @@ static int add_stage(struct pd *pd, int a, int b, const int *devs, int ndev)
 /* The solution of [a, b) on j components of level l, run by nb copies
  * whose first devices are bases[]: each of its stages takes the next r
  * components of every copy, and is either a device-level stage (level 0)
- * or the lower level's solution of its range on each of them. */
+ * or the lower level's solution of its range on each of them.  Copies
+ * and replicas take micro-batches in turn (copy k the j-th when j mod nb
+ * is k), so the r x nb of a stage are listed replica by replica, each
+ * with every copy's: the one that takes micro-batch j, (j mod (r nb)),
+ * then lies in copy j mod nb, and what it sends stays in that copy. */
 static int emit(struct pd *pd, int l, int a, int b, int j, const int *bases, int nb)
 {
 	const struct pd_level *L = &pd->lv[l];
@@ -538,8 +567,8 @@ static int emit(struct pd *pd, int l, int a, int b, int j, const int *bases, int
 			break;
 		}
 		devs = v;
-		for (int k = 0; k < nb; k++)
-			for (int t = 0; t < r; t++)
+		for (int t = 0; t < r; t++)
+			for (int k = 0; k < nb; k++)
 				devs[nd++] = bases[k] + (q + t) * L->dev;
 		q += r;
 		rc = l == 0 ? add_stage(pd, sa[3 * s], sa[3 * s + 1], devs, nd)
@@ -550,7 +579,12 @@ static int emit(struct pd *pd, int l, int a, int b, int j, const int *bases, int
 	return rc;
 }
 
-/* Fills out with the stages and m micro-batches. */
+/* Fills out with the stages and m micro-batches.  A stage of several
+ * devices is PipeDream's replicated stage: one round-robin replica per
+ * device, each taking whole micro-batches in turn.  A plan of one stage
+ * is data parallelism, each micro-batch split along n over the devices
+ * (the same work, as PipeDream runs it: every worker its own minibatch,
+ * gradients all-reduced once per step). */
 static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct plan *out)
 {
 	const struct graph *g = pd->in->g;
@@ -560,9 +594,10 @@ static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct p
 	out->microbatches = m;
 	for (int s = 0; s < pd->nst && !rc; s++) {
 		const struct pd_stage *st = &pd->st[s];
-		int nxt = s + 1;
+		int nxt = s + 1, split = pd->nst == 1 ? st->ndev : 1;
 
 		out->stages[s].id = s;
+		out->stages[s].replicas = st->ndev / split;
 		rc = plan_set_devices(&out->stages[s].devices, &out->stages[s].ndev, st->devs,
 				      st->ndev);
 		if (!rc && s + 1 < pd->nst)
@@ -572,23 +607,39 @@ static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct p
 
 			po->stage = s;
 			for (int d = 0; d < NDIMS; d++)
-				po->degree[d] = d == DIM_N ? st->ndev : 1;
-			rc = plan_set_devices(&po->devices, &po->ndev, st->devs, st->ndev);
+				po->degree[d] = d == DIM_N ? split : 1;
+			rc = plan_set_devices(&po->devices, &po->ndev, st->devs, split);
 		}
 	}
 	return rc;
 }
 
-/* Micro-batch counts every stage's replication divides the micro-batch
- * of, nearest to noam first (ties: the larger). */
-static int microbatch_choices(const struct pd *pd, int noam, int *mb, int cap)
+/* Whether micro-batch count x goes before y: for a flushed schedule a
+ * count every stage's replicas divide first (else some replicas run one
+ * more micro-batch a step than the others), then the nearer to the
+ * target, then the larger. */
+static int before(int x, int y, int target, int64_t l)
 {
-	int64_t l = 1, q;
-	int n = 0;
+	int ex = x % l == 0, ey = y % l == 0, dx = abs(x - target), dy = abs(y - target);
 
-	for (int s = 0; s < pd->nst; s++)
-		l = lcm64(l, pd->st[s].ndev);
-	q = pd->in->g->batch / l;
+	if (ex != ey)
+		return ex;
+	return dx < dy || (dx == dy && x > y);
+}
+
+/* The micro-batch counts, divisors of the batch, in the order they are
+ * tried.  The target is the micro-batch of the weak-scaling instance (the
+ * per-device batch, as PipeDream's minibatch is what it profiled) or else
+ * NOAM. */
+static int microbatch_choices(const struct pd *pd, enum sched_kind sched, int noam, int *mb,
+			      int cap)
+{
+	int64_t q = pd->in->g->batch, l = 1, per = pd->in->per_device_batch;
+	int n = 0, target = per > 0 && q % per == 0 && pd->nst > 1 ? (int)(q / per) : noam;
+
+	if (!sched_async(sched))
+		for (int s = 0; s < pd->nst && l <= q; s++)
+			l = lcm64(l, pd->st[s].ndev);
 	for (int64_t d = 1; d * d <= q && n + 1 < cap; d++)
 		if (q % d == 0) {
 			mb[n++] = (int)d;
@@ -596,15 +647,11 @@ static int microbatch_choices(const struct pd *pd, int noam, int *mb, int cap)
 				mb[n++] = (int)(q / d);
 		}
 	for (int x = 1; x < n; x++)
-		for (int y = x; y > 0; y--) {
-			int dy = abs(mb[y] - noam), dx = abs(mb[y - 1] - noam);
+		for (int y = x; y > 0 && before(mb[y], mb[y - 1], target, l); y--) {
+			int t = mb[y];
 
-			if (dy < dx || (dy == dx && mb[y] > mb[y - 1])) {
-				int t = mb[y];
-
-				mb[y] = mb[y - 1];
-				mb[y - 1] = t;
-			}
+			mb[y] = mb[y - 1];
+			mb[y - 1] = t;
 		}
 	return n;
 }
@@ -620,7 +667,7 @@ static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct plan
 	for (int k = 0; k < pd->nst; k++)
 		W += pd->st[k].ndev;
 	noam = (W + pd->st[0].ndev - 1) / pd->st[0].ndev;
-	n = microbatch_choices(pd, noam, mb, 256);
+	n = microbatch_choices(pd, sched, noam, mb, 256);
 	if (pd->memory)
 		rc = sim_init(&s, pd->in->g, pd->in->p, pd->in->c);
 	for (int k = 0; k < n && !rc; k++) {
@@ -677,7 +724,6 @@ static void pd_release(struct pd *pd)
 		free(pd->lv[l].split);
 		free(pd->lv[l].sub);
 		free(pd->lv[l].rep);
-		free(pd->lv[l].lcm);
 	}
 	for (int s = 0; s < pd->nst; s++)
 		free(pd->st[s].devs);
@@ -698,6 +744,9 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 	pd.memory = !strcmp(planner_opt(in, "memory"), "on");
 	pd.max_units = (int)planner_real(in, "max-units");
 	pd.ratio = planner_real(in, "compression");
+	pd.units = in->per_device_batch > 0 && in->g->batch % in->per_device_batch == 0
+			   ? (int)(in->g->batch / in->per_device_batch) : 1;
+	pd.syncs = strcmp(sched, "1f1b-flush") ? 1.0 : 1.0 / pd.units;
 	pd.deadline = now_s() + in->budget_s;
 	pd.mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
 	if (pd.ratio < 0)
@@ -724,14 +773,13 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 	if (rc)
 		goto out;
 	top = pd.nlv - 1;
-	est = pd.lv[top].t[at(&pd, pd.lv[top].m, 0, pd.n)];
+	est = pd.units * pd.lv[top].t[at(&pd, pd.lv[top].m, 0, pd.n)];
 	if (!isfinite(est)) {
 		rc = ap_err(AP_EINPUT, "pipedream", 0, "no pipeline of '%s' on %d devices "
-			    "meets the constraints (%d units%s%s; replication must divide the "
-			    "batch %lld)%s", in->g->name, cluster_ndevices(in->c), pd.n,
+			    "meets the constraints (%d units%s%s)%s", in->g->name,
+			    cluster_ndevices(in->c), pd.n,
 			    pd.straight ? ", one device per stage" : "",
 			    pd.memory ? ", each stage fitting a device's memory" : "",
-			    (long long)in->g->batch,
 			    pd.fewer ? "" : "; 'fewer' lets it use fewer devices");
 		goto out;
 	}
@@ -744,6 +792,10 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 					 out);
 	if (!rc)
 		rc = plan_set_stat(out, "planner_est_ms", 1e3 * est);
+	/* the same cost model's data parallelism (one stage on every
+	 * device), the baseline the paper's speedups are over */
+	if (!rc)
+		rc = plan_set_stat(out, "dp_est_ms", 1e3 * pd.units * dp_time(&pd));
 	if (!rc)
 		rc = plan_set_stat(out, "stages", pd.nst);
 	if (!rc)

@@ -98,9 +98,10 @@ double planner_real(const struct planner_input *in, const char *name);
  * runs pl timed, records the names of the inputs (profile_name is the
  * profile's name as the user gave it), the planner's spec, seed and
  * search time and the per-device batch, validates the plan and simulates
- * it: a plan that does not fit the devices' memory (the simulator's peak:
- * weights, optimizer state, stashed versions, activations in flight) is
- * refused with the numbers, whichever planner made it. */
+ * it, filling its prediction: a plan that does not fit the devices'
+ * memory (the simulator's peak: weights, optimizer state, stashed
+ * versions, activations in flight) is marked (pred_fits 0) and reported
+ * as a warning with the numbers, whichever planner made it. */
 int planner_run(const struct planner *pl, const struct planner_input *in,
 		const char *profile_name, struct plan *out);
 
