@@ -1,7 +1,7 @@
 /*
  * The plan struct and plans on disk.  A plan is the one thing every planner
  * hands to the simulator and the runtime, so it is read strictly: the JSON
- * schema "autopar-plan" version 1 (DESIGN section 4) is checked field by
+ * schema "autopar-plan" version 1 (docs/formats.md) is checked field by
  * field and every complaint names the field as a path ("ops.fc1.degree.c"),
  * because jansson keeps line numbers only for syntax errors.  Only what the
  * JSON alone can tell is checked here; plan_check.c holds plan_validate(),

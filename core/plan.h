@@ -3,7 +3,7 @@
  * operator its stage, its degree per output dim and the ordered devices its
  * shards run on; stages form a DAG (a chain for classic pipelines); the
  * schedule and micro-batches.  JSON (jansson), schema "autopar-plan"
- * version 1, as in DESIGN section 4.  Shard k of an op with degrees
+ * version 1, as in docs/formats.md.  Shard k of an op with degrees
  * (dn, dc, dh, dw, dl) is laid out with n outermost: devices[k] runs the
  * k-th shard in row-major order over the dims n, c, h, w, l.
  */

@@ -579,12 +579,19 @@ static int emit(struct pd *pd, int l, int a, int b, int j, const int *bases, int
 	return rc;
 }
 
+/* The n split of a plan's stages: a plan of one stage is data
+ * parallelism, each micro-batch split along n over the devices where
+ * they divide the batch (the same work as PipeDream's, every worker its
+ * own minibatch and the gradients all-reduced once a step); otherwise
+ * every device is a round-robin replica. */
+static int nsplit(const struct pd *pd)
+{
+	return pd->nst == 1 && pd->in->g->batch % pd->st[0].ndev == 0 ? pd->st[0].ndev : 1;
+}
+
 /* Fills out with the stages and m micro-batches.  A stage of several
  * devices is PipeDream's replicated stage: one round-robin replica per
- * device, each taking whole micro-batches in turn.  A plan of one stage
- * is data parallelism, each micro-batch split along n over the devices
- * (the same work, as PipeDream runs it: every worker its own minibatch,
- * gradients all-reduced once per step). */
+ * device, each taking whole micro-batches in turn (but see nsplit()). */
 static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct plan *out)
 {
 	const struct graph *g = pd->in->g;
@@ -594,7 +601,7 @@ static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct p
 	out->microbatches = m;
 	for (int s = 0; s < pd->nst && !rc; s++) {
 		const struct pd_stage *st = &pd->st[s];
-		int nxt = s + 1, split = pd->nst == 1 ? st->ndev : 1;
+		int nxt = s + 1, split = nsplit(pd);
 
 		out->stages[s].id = s;
 		out->stages[s].replicas = st->ndev / split;
@@ -634,10 +641,10 @@ static int before(int x, int y, int target, int64_t l)
 static int microbatch_choices(const struct pd *pd, enum sched_kind sched, int noam, int *mb,
 			      int cap)
 {
-	int64_t q = pd->in->g->batch, l = 1, per = pd->in->per_device_batch;
+	int64_t q = pd->in->g->batch / nsplit(pd), l = 1, per = pd->in->per_device_batch;
 	int n = 0, target = per > 0 && q % per == 0 && pd->nst > 1 ? (int)(q / per) : noam;
 
-	if (!sched_async(sched))
+	if (!sched_async(sched) && nsplit(pd) == 1)
 		for (int s = 0; s < pd->nst && l <= q; s++)
 			l = lcm64(l, pd->st[s].ndev);
 	for (int64_t d = 1; d * d <= q && n + 1 < cap; d++)

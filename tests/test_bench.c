@@ -15,7 +15,7 @@ static void test_expand(void **state)
 	const char *path = tmp_write("m.matrix",
 				     "# two blocks\n"
 				     "models mlp cnn_small\n"
-				     "batch 0 64\n"
+				     "batch 0 64/dev\n"
 				     "clusters cpu-1x2 2x2:v100 # inline specs too\n"
 				     "planners dp owt\n"
 				     "seeds 1 2 3\n"
@@ -32,11 +32,14 @@ static void test_expand(void **state)
 	assert_string_equal(m.cells[1].planner, "owt");
 	assert_int_equal(m.cells[2].seed, 2);
 	assert_string_equal(m.cells[6].cluster, "2x2:v100");
-	assert_int_equal(m.cells[12].batch, 64);
+	assert_int_equal(m.cells[12].batch.n, 64);
+	assert_true(m.cells[12].batch.per_device);
+	assert_false(m.cells[0].batch.per_device);
 	assert_string_equal(m.cells[24].model, "cnn_small");
 	assert_true(m.cells[0].budget_s == 0.5);
 	/* the second block has the defaults */
-	assert_int_equal(m.cells[48].batch, 0);
+	assert_int_equal(m.cells[48].batch.n, 0);
+	assert_false(m.cells[48].batch.per_device);
 	assert_int_equal(m.cells[48].seed, 1);
 	assert_true(m.cells[48].budget_s == 10);
 	assert_string_equal(m.cells[48].planner, planners[0]->name);
@@ -72,6 +75,7 @@ static void test_malformed(void **state)
 		{ "models\n", 1, "at least one value" },
 		{ "modles mlp\n", 1, "unknown key 'modles'" },
 		{ "models mlp\nbatch -4\n", 2, "batch '-4'" },
+		{ "models mlp\nbatch 4/gpu\n", 2, "batch '4/gpu'" },
 		{ "models mlp\nseeds x\n", 2, "seed 'x'" },
 		{ "models mlp\nbudget 1 2\n", 2, "budget SECONDS" },
 		{ "models mlp\nclusters c\nplanners dp\nend x\n", 4, "'end' takes nothing" },
@@ -93,7 +97,7 @@ static void test_malformed(void **state)
 	ap_err_quiet(0);
 }
 
-static void add(struct results *t, const char *planner, double sps, int ok)
+static void add_as(struct results *t, const char *planner, double sps, int ok, int weak)
 {
 	struct bench_row r;
 
@@ -103,6 +107,8 @@ static void add(struct results *t, const char *planner, double sps, int ok)
 	snprintf(r.profile, sizeof r.profile, "v100-analytic");
 	snprintf(r.planner, sizeof r.planner, "%s", planner);
 	r.batch = 128;
+	r.weak = weak;
+	r.fits = ok ? weak : -1;
 	r.seed = 1;
 	r.budget_s = 5;
 	r.ok = ok;
@@ -111,6 +117,11 @@ static void add(struct results *t, const char *planner, double sps, int ok)
 	if (!ok)
 		snprintf(r.error, sizeof r.error, "does not fit, \"quoted\"");
 	assert_int_equal(results_add(t, &r), AP_OK);
+}
+
+static void add(struct results *t, const char *planner, double sps, int ok)
+{
+	add_as(t, planner, sps, ok, 0);
 }
 
 /* Rows round-trip through the CSV, empty numbers stay empty, failed rows
@@ -124,15 +135,24 @@ static void test_results(void **state)
 	add(&t, "dp", 1000, 1);
 	add(&t, "owt", 1500, 1);
 	add(&t, "single", NAN, 0);
+	/* the same global batch given per device: its own dp, its own rows */
+	add_as(&t, "dp", 500, 1, 1);
+	add_as(&t, "owt", 1500, 1, 1);
 	results_speedups(&t);
 	assert_true(t.rows[0].speedup_vs_dp == 1);
 	assert_true(t.rows[1].speedup_vs_dp == 1.5);
 	assert_true(isnan(t.rows[2].speedup_vs_dp));
+	assert_true(t.rows[4].speedup_vs_dp == 3);
 	assert_int_equal(results_write(path, &t), AP_OK);
 	assert_int_equal(results_read(path, &u), AP_OK);
-	assert_int_equal(u.n, 3);
-	assert_int_equal(results_find(&u, "alexnet", 128, "pipedream-a", "owt", 1), 1);
-	assert_int_equal(results_find(&u, "alexnet", 128, "pipedream-a", "owt", 2), -1);
+	assert_int_equal(u.n, 5);
+	assert_int_equal(results_find(&u, "alexnet", 128, 0, "pipedream-a", "owt", 1), 1);
+	assert_int_equal(results_find(&u, "alexnet", 128, 0, "pipedream-a", "owt", 2), -1);
+	assert_int_equal(results_find(&u, "alexnet", 128, 1, "pipedream-a", "owt", 1), 4);
+	assert_true(u.rows[4].weak && !u.rows[1].weak);
+	assert_int_equal(u.rows[4].fits, 1);
+	assert_int_equal(u.rows[1].fits, 0);
+	assert_int_equal(u.rows[2].fits, -1);
 	assert_true(u.rows[1].speedup_vs_dp == 1.5);
 	assert_true(u.rows[1].search_s == 0.25);
 	assert_true(isnan(u.rows[1].bound_ms));
@@ -145,7 +165,7 @@ static void test_results(void **state)
 	assert_int_equal(u.n, 0);
 	ap_err_quiet(1);
 	path = tmp_write("bad.csv", RESULTS_HEADER "\n"
-			 "alexnet,128,pipedream-a,v100,dp,1,5,maybe,,,,,,,,,,,\n");
+			 "alexnet,128,strong,pipedream-a,v100,dp,1,5,maybe,,,,,,,,,,,,\n");
 	assert_int_equal(results_read(path, &u), AP_EINPUT);
 	assert_non_null(strstr(ap_last_error(), "bad.csv:2: status 'maybe'"));
 	ap_err_quiet(0);

@@ -211,8 +211,8 @@ static int light_devices(const struct inst *x, const struct plan *p)
 
 /* Replication: a heavy layer without parameters and three light layers
  * with 100 MB each on a slow link.  The heavy one is replicated three
- * times, the rest share one device (30 ms); when 3 does not divide the
- * batch, twice (45 ms). */
+ * times, the rest share one device (30 ms), also when 3 does not divide
+ * the batch: replicas take whole micro-batches in turn. */
 static void test_replication(void **state)
 {
 	const double ms[] = { 60, 4, 4, 4 }, w[] = { 0, 100e6, 100e6, 100e6 };
@@ -227,9 +227,12 @@ static void test_replication(void **state)
 	assert_int_equal(p.nstages, 2);
 	assert_int_equal(p.stages[0].ndev, 3);
 	assert_int_equal(test_plan_stat(&p, "replicas_input"), 3);
-	assert_int_equal(p.ops[graph_find(&x.g, "L0")].degree[DIM_N], 3);
+	/* PipeDream's replicas: whole micro-batches in turn, not an n split */
+	assert_int_equal(p.stages[0].replicas, 3);
+	assert_int_equal(p.ops[graph_find(&x.g, "L0")].degree[DIM_N], 1);
+	assert_int_equal(p.ops[graph_find(&x.g, "L0")].ndev, 1);
 	assert_int_equal(light_devices(&x, &p), 1);
-	/* NOAM = ceil(4 / 3) = 2 micro-batches of 48, which 3 divides */
+	/* NOAM = ceil(4 / 3) = 2 micro-batches of 48 */
 	assert_int_equal(p.microbatches, 2);
 	assert_int_equal(p.sched, SCHED_1F1B_ASYNC);
 	simulate(&x, &p);
@@ -238,8 +241,9 @@ static void test_replication(void **state)
 
 	inst_load(&x, chain("rep64.model", 64, 4, ms, w, NULL), 0, cl);
 	assert_int_equal(run("pipedream:schedule=1f1b-flush", &x, &p), AP_OK);
-	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 45) < 1e-6);
-	assert_int_equal(p.stages[0].ndev, 2);
+	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 30) < 1e-6);
+	assert_int_equal(p.stages[0].ndev, 3);
+	assert_int_equal(p.stages[0].replicas, 3);
 	assert_int_equal(p.sched, SCHED_1F1B);
 	plan_release(&p);
 	inst_release(&x);
