@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 
+#include "batch.h"
 #include "datadir.h"
 #include "err.h"
 #include "model_io.h"
@@ -25,6 +26,7 @@ struct inst {
 	struct graph g;
 	struct cluster c;
 	struct profile p;
+	int64_t per_device_batch; /* weak scaling; 0: a global batch */
 };
 
 static void inst_load(struct inst *x, const char *model, int64_t batch, const char *cspec)
@@ -33,9 +35,23 @@ static void inst_load(struct inst *x, const char *model, int64_t batch, const ch
 
 	if (model_load(model, batch, &x->g) != AP_OK)
 		fail_msg("%s: %s", model, ap_last_error());
+	x->per_device_batch = 0;
 	assert_int_equal(cluster_resolve(cspec, NULL, &x->c), AP_OK);
 	snprintf(rel, sizeof rel, "profiles/%s", x->c.profile);
 	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), &x->p), AP_OK);
+}
+
+/* The same with the model's own batch on every device (weak scaling, the
+ * paper's convention). */
+static void inst_load_weak(struct inst *x, const char *model, const char *cspec)
+{
+	const struct batch_spec own = { 0, 1 };
+
+	inst_load(x, model, 0, cspec);
+	x->per_device_batch = x->g.batch;
+	graph_release(&x->g);
+	if (batch_model_load(model, &own, cluster_ndevices(&x->c), &x->g) != AP_OK)
+		fail_msg("%s: %s", model, ap_last_error());
 }
 
 static void inst_release(struct inst *x)
@@ -50,7 +66,7 @@ static int run(const char *spec, struct inst *x, struct plan *out)
 	const struct planner *pl;
 	struct planner_opts o;
 	struct planner_input in = { .g = &x->g, .p = &x->p, .c = &x->c, .budget_s = 60,
-				    .seed = 1, .opts = &o };
+				    .seed = 1, .opts = &o, .per_device_batch = x->per_device_batch };
 
 	plan_init(out);
 	assert_int_equal(planner_parse(spec, "test", &pl, &o), AP_OK);
@@ -360,38 +376,48 @@ static void test_every_model_plans(void **state)
 	closedir(d);
 }
 
-/* PipeDream's headline: on the imported V100 profiles, VGG-16 and AlexNet
- * train at least 2.5x faster than data parallelism on cluster A, VGG-16
- * at least 2x on cluster B (the paper measured 5.28x, 4.92x and 2.98x). */
-static void test_beats_dp(void **state)
+/* The planner's estimate is the simulator's prediction of the plan it
+ * emits (within 5%), on PipeDream's profiles and the zoo, each GPU with
+ * the profiled minibatch (the paper's convention), on a 4 x 4 cluster of
+ * 4 GB/s inside a node and 10 Gb/s between; and the plan is never slower
+ * than data parallelism at the same batch per GPU. */
+static void test_estimate_agrees(void **state)
 {
-	static const struct {
-		const char *model, *cluster;
-		double at_least;
-	} cases[] = {
-		{ "pipedream/vgg16", "pipedream-a", 2.5 },
-		{ "pipedream/alexnet", "pipedream-a", 2.5 },
-		{ "pipedream/vgg16", "pipedream-b", 2.0 },
+	static const char *const models[] = {
+		"pipedream/vgg16", "pipedream/alexnet", "pipedream/gnmt", "pipedream/resnet50",
+		"pipedream/resnet101", "vgg16", "alexnet", "resnet50", "gnmt",
 	};
+	int replicated = 0;
 
 	(void)state;
-	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+	for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
 		struct inst x;
 		struct plan p, q;
-		double pd, dp;
+		double est, sim, dp;
 
-		inst_load(&x, cases[k].model, 0, cases[k].cluster);
+		inst_load_weak(&x, models[k], "4x4:v100,intra=4GB/s,inter=10Gb/s");
 		assert_int_equal(run("pipedream", &x, &p), AP_OK);
 		assert_int_equal(run("dp", &x, &q), AP_OK);
-		pd = simulate(&x, &p);
-		dp = simulate(&x, &q);
-		if (dp / pd < cases[k].at_least)
-			fail_msg("%s on %s: %.3gx data parallelism", cases[k].model,
-				 cases[k].cluster, dp / pd);
+		est = 1e-3 * test_plan_stat(&p, "planner_est_ms");
+		sim = simulate(&x, &p);
+		dp = q.pred_iter_ms * 1e-3;
+		print_message("%s: %s, estimate %.1f ms, simulated %.1f ms, dp %.1f ms\n",
+			      models[k], p.nstages > 1 ? "pipeline" : "data parallel", 1e3 * est,
+			      1e3 * sim, 1e3 * dp);
+		if (fabs(est / sim - 1) > 0.05)
+			fail_msg("%s: estimate %.2f ms, simulated %.2f ms", models[k], 1e3 * est,
+				 1e3 * sim);
+		if (sim > 1.05 * dp)
+			fail_msg("%s: %.2f ms, slower than data parallelism's %.2f ms", models[k],
+				 1e3 * sim, 1e3 * dp);
+		for (int s = 0; s < p.nstages; s++)
+			replicated += p.nstages > 1 && plan_stage_replicas(&p, s) > 1;
 		plan_release(&p);
 		plan_release(&q);
 		inst_release(&x);
 	}
+	/* some plan pipelines replicated stages: the case this is about */
+	assert_true(replicated > 0);
 }
 
 int main(void)
@@ -404,7 +430,7 @@ int main(void)
 		cmocka_unit_test(test_memory_constraint),
 		cmocka_unit_test(test_options_and_determinism),
 		cmocka_unit_test(test_every_model_plans),
-		cmocka_unit_test(test_beats_dp),
+		cmocka_unit_test(test_estimate_agrees),
 	};
 
 	return cmocka_run_group_tests_name("pipedream planner", tests, NULL, NULL);
