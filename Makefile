@@ -149,6 +149,7 @@ bench: all
 	bench/pipedream-search
 	bench/ilp-sizes
 	bench/graphpipe-compare
+	bench/papers
 	bench/predict-sim
 	bench/run-small
 	@$(MAKE) --no-print-directory figures

@@ -1,0 +1,32 @@
+# The seed papers' headline numbers beside autopar's (bench/papers): one pair
+# of bars per row of results/papers.csv, the paper's value and autopar's,
+# on a log scale; the configurations (PipeDream's stage sizes, Krizhevsky's
+# batches) above the bars where the paper gives one, "no plan" where the
+# planner found none.  Called by scripts/figures with dat (columns: x,
+# label, paper value, autopar value or '?', paper config, autopar config,
+# 'no plan'; '-' for none), groups (gnuplot commands marking each paper's
+# rows), nrows, outfile and term set.
+if (term eq 'png') set terminal pngcairo size 1900,760 font 'sans,10'; \
+else set terminal svg size 1900,760 font 'sans,10'
+set output outfile
+set termoption noenhanced
+set datafile missing '?'
+set title "The papers' headline numbers and autopar's predictions (bench/papers; ratios: speedups over each paper's baseline, final-loss ratio for the last)"
+set ylabel 'ratio (log scale)'
+set logscale y
+set yrange [0.3:300]
+set xrange [-0.8:nrows - 0.2]
+set grid ytics
+set key at graph 0.4, graph 0.9 center horizontal box opaque
+set style fill solid 0.85 border -1
+set boxwidth 0.38
+set xtics rotate by 90 right nomirror font ',8'
+set bmargin 13
+load groups
+cfg(s) = (s eq '-') ? '' : s
+plot dat using ($1 - 0.2):3:xtic(2) with boxes lc rgb '#9a9a9a' title 'paper', \
+     dat using ($1 + 0.2):4 with boxes lc rgb '#2b6cb0' title 'autopar (predicted)', \
+     dat using ($1 - 0.2):($3 * 1.12):(cfg(strcol(5))) with labels rotate by 90 left font ',7' notitle, \
+     dat using ($1 + 0.2):($4 * 1.12):(cfg(strcol(6))) with labels rotate by 90 left font ',7' notitle, \
+     dat using ($1 + 0.2):(0.33):(cfg(strcol(7))) with labels rotate by 90 left font ',7' notitle, \
+     1 with lines dashtype 2 lc rgb 'black' notitle
