@@ -75,12 +75,32 @@
  * Choice.  The smallest feasible T of each m and a few looser targets
  * (a looser bottleneck can buy a shallower pipeline) give candidate
  * plans, ranked by the 1F1B estimate latency + (m - 1) x the slowest
- * stage's time per micro-batch + the slowest all-reduce; the best
+ * stage's time per micro-batch (the latency holds the all-reduces the
+ * backward leaves exposed); the best
  * `verify` of them are simulated and the fastest that fits memory wins.
  * The schedule is synchronous 1F1B over the DAG of stages: the simulator
  * gives each stage as many micro-batches in flight as there are stages on
  * its longest path to the sink and runs each backward as early as it can
  * (sim_layout.c).
+ *
+ * The estimate (planner_est_ms, the chosen candidate's est) is the
+ * paper's cost model, not the simulator: it agrees with the prediction
+ * within a few percent on one node (tests/test_estimates.c), and leaves to
+ * the simulator four terms it models more precisely.  (1) Transfers: a
+ * stage's are one device's share at the bandwidth of the search's link
+ * guess; the simulator sends them over the links the placement gives,
+ * where a stage's devices on one node share its NIC (vgg16 and gnmt on
+ * pipedream-a: est/sim 0.70 and 0.57).  (2) The all-reduce: each stage's,
+ * less two thirds of its compute, is counted on its path; the simulator
+ * runs each op's all-reduce after that op's backward, one after another,
+ * so a later stage's hides behind the earlier stages' drain (alexnet on
+ * pipedream-a: 1.10) while a large one-stage all-reduce shows more (mmt
+ * on summit-2x4: 0.88).  (3) The optimizer update (5 x a device's
+ * parameter bytes at memory bandwidth) is left out (dlrm's embeddings on
+ * summit-4x4: 0.47).  (4) 1F1B keeps at most as many micro-batches in
+ * flight at a stage as there are stages on its path, so a stage waits
+ * when the round trip through the later stages is longer; the estimate's
+ * bottleneck never waits.
  *
  * Stages of their own micro-batch counts (`stage-microbatches`, off by
  * default because the runtime does not execute such plans yet): from the
@@ -954,7 +974,7 @@ static int try_target(struct gp *gp, double T, const struct gp_devs *dv, int kee
 {
 	const struct gp_cell *V;
 	struct gp_cand *cd;
-	double t_max = 0, ar_max = 0;
+	double t_max = 0;
 	int ofs = gp->ncst, st;
 
 	gp->T = T;
@@ -993,7 +1013,6 @@ static int try_target(struct gp *gp, double T, const struct gp_devs *dv, int kee
 		run_extend(gp, &run, gp->cst[s].b);
 		eval(gp, &run, gp->cst[s].d, div_index(gp, gp->mb / gp->cst[s].d), &ev);
 		t_max = ev.t_mb > t_max ? ev.t_mb : t_max;
-		ar_max = ev.ar > ar_max ? ev.ar : ar_max;
 	}
 	if (reserve(&gp->cand, &gp->cap_cand, (size_t)gp->ncand + 1, sizeof *gp->cand))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
@@ -1004,8 +1023,9 @@ static int try_target(struct gp *gp, double T, const struct gp_devs *dv, int kee
 	cd->nst = gp->ncst - ofs;
 	cd->target = T;
 	/* synchronous 1F1B: fill and drain along the latency, then the
-	 * slowest stage sets the pace; all-reduces at the end */
-	cd->est = V[gp->D].lat + (gp->m - 1) * t_max + ar_max;
+	 * slowest stage sets the pace; the latency already holds the
+	 * all-reduces the stages' backward leaves exposed */
+	cd->est = V[gp->D].lat + (gp->m - 1) * t_max;
 	return 1;
 }
 
@@ -1047,14 +1067,17 @@ static int set_m(struct gp *gp, int m, struct gp_devs *dv)
  * Its latency bounds every plan of m from below: a looser target only
  * admits more stages, so no target gives a smaller latency; and some
  * stage of every plan takes at least lo per sample, the largest target
- * found infeasible, so est = lat + (m - 1) t_max + ar_max >= lat_top +
- * (m - 1) mb lo. */
+ * found infeasible, t_mb / mb + ar / batch > lo for its t_mb and its
+ * all-reduce ar, which the whole model's all-reduce on every device
+ * bounds (ar_cap), so est = lat + (m - 1) t_max >= lat_top +
+ * (m - 1) (mb lo - ar_cap / m). */
 static int bound_m(struct gp *gp, int m, struct gp_mres *r)
 {
 	const struct graph *g = gp->g;
 	struct gp_devs dv;
 	const double *c;
 	double lo, lo_seen = 0, hi, bytes = 0;
+	double ar_cap = allreduce_s(gp, gp->par_pref[gp->n], gp->npar_pref[gp->n], gp->D);
 	int st = set_m(gp, m, &dv);
 
 	r->m = m;
@@ -1089,7 +1112,7 @@ static int bound_m(struct gp *gp, int m, struct gp_mres *r)
 		return st;
 	r->ok = 1;
 	r->lb = row(gp, gp->root, nkid_eff(&gp->node[gp->root]))[gp->D].lat +
-		(m - 1) * (double)gp->mb * lo_seen;
+		(m - 1) * ((double)gp->mb * lo_seen - ar_cap / m);
 	return AP_OK;
 }
 

@@ -29,12 +29,29 @@
  * gradient synchronisation left exposed: ring all-reduces start after an
  * op's last backward and run one after another, overlapped with the
  * backward passes of earlier ops, so S = max over ops i with parameters of
- * (all-reduces of i and earlier ops - backward of the ops before i).  U is
+ * (all-reduces of i and earlier ops - backward of the ops before i).  An
+ * op's all-reduce is that of its c degree's replica groups, priced by the
+ * simulator's formulas: groups inside a node run side by side on their
+ * own ring links, the rings of groups across nodes one after another on
+ * the NICs they share (ilp_model.c).  U is
  * the largest optimizer update of a stage's first device.  Memory, per
  * stage's first device (which every configuration uses): 3 x parameter
  * shards (weights, gradients, momentum), activations (outputs and the
  * inputs a shard needs) x micro-batches in flight (1F1B: K - s), and the
  * largest workspace.
+ *
+ * The objective of the chosen assignment is the planner's estimate
+ * (planner_est_ms).  For one stage it is the simulator's prediction
+ * (tests/test_estimates.c: within 5%, 1.00 on most instances); for
+ * pipelines the model leaves to the simulator: (1) the latency is a chain
+ * of the stages, where the simulator runs stages that do not depend on
+ * each other (branches of a multi-branch model) side by side (estimate
+ * high: candle_uno on summit-4x4, 1.43); (2) under 1F1B stage s keeps at
+ * most K - s micro-batches in flight, so it waits when the round trip of
+ * the later stages and the transfers between them outlasts them, where
+ * the model's bottleneck never waits (alexnet on pipedream-a, 0.73-0.90);
+ * (3) transfers and all-reduces that share a link or NIC at the same time
+ * (estimate low).
  */
 #ifndef AUTOPAR_ILP_H
 #define AUTOPAR_ILP_H

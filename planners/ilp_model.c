@@ -4,7 +4,8 @@
  * costs, the resharding cost of every edge for every pair of
  * configurations, dominance pruning, and the objective of an assignment.
  * Compute comes from the simulator's own lookup (sim_op_cost), all-reduces
- * from its formulas (sim_allreduce_s); transfers follow the simulator's
+ * from its formulas (sim_allreduce_s, every replica group of an op, those
+ * across nodes one after another on the NICs they share); transfers follow the simulator's
  * layout rule (plan.h, sim_layout.c): shard k owns [i S / D, (i+1) S / D)
  * of each dim in row-major order n, c, h, w, l, a consumer shard needs its
  * fraction of the dims its input follows and the whole of the others, and
@@ -174,6 +175,47 @@ static double reshard_s(const struct ilp_inst *x, int p, const int *dp, int pb, 
 	return g->ops[p].kind == OP_INPUT ? worst : 2 * worst;
 }
 
+/* The gradient all-reduces of one op's parameter shards of `bytes` under
+ * degrees deg on the stage's ndev devices: its dc replica groups, the
+ * shards with the same c index (every dc-th inner block, as sim_comm.c
+ * groups them), each by the simulator's formulas (sim_allreduce_s).
+ * Groups inside one node run side by side on their own ring links; the
+ * rings of groups that span nodes all pass the same NICs, where they run
+ * one after another, as the simulator schedules them: the busiest NIC's
+ * rings plus the intra-node phases of one group.  devs is scratch for
+ * ndev devices. */
+static double op_allreduce_s(const struct cluster *cl, const int *deg, int ndev,
+			     int64_t bytes, int *devs)
+{
+	int dc = deg[DIM_C], inner = deg[DIM_H] * deg[DIM_W] * deg[DIM_L], pn = cl->per_node;
+	double nic[64] = { 0 }, side = 0, intra = 0, busiest = 0;
+
+	for (int ci = 0; ci < dc; ci++) {
+		int n = 0, nn = 0, heads[64];
+		double t, rings;
+
+		for (int s = 0; s < ndev; s++)
+			if ((s / inner) % dc == ci)
+				devs[n++] = s;
+		t = sim_allreduce_s(cl, devs, n, bytes);
+		/* one member per node: the ring across the nodes alone */
+		for (int k = 0; k < n && nn < 64; k++)
+			if (k == 0 || devs[k] / pn != devs[k - 1] / pn)
+				heads[nn++] = devs[k];
+		if (nn < 2 || devs[n - 1] / pn >= 64) {
+			side = fmax(side, t);
+			continue;
+		}
+		rings = sim_allreduce_s(cl, heads, nn, bytes);
+		for (int k = 0; k < nn; k++) {
+			nic[heads[k] / pn] += rings;
+			busiest = fmax(busiest, nic[heads[k] / pn]);
+		}
+		intra = fmax(intra, t - rings);
+	}
+	return fmax(side, busiest + intra);
+}
+
 /* --- groups and candidates ---------------------------------------------- */
 
 static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
@@ -202,7 +244,7 @@ static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
 	memcpy(po.degree, deg, sizeof po.degree);
 	po.ndev = cf->ndev;
 	for (int k = 0; k < gr->nmem; k++) {
-		int i = gr->mem[k], dc = deg[DIM_C], r = cf->ndev / dc;
+		int i = gr->mem[k], r = cf->ndev / deg[DIM_C];
 		const struct op *op = &g->ops[i];
 		struct op_cost oc;
 		int64_t pbytes = plan_param_shard_bytes(op, &po);
@@ -219,16 +261,8 @@ static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
 		for (int j = 0; j < op->nin; j++)
 			if (x->group_of[op->in[j]] != x->group_of[gr->lead])
 				cf->act_bytes += need_bytes(g, i, j, deg, mb);
-		if (pbytes > 0 && r > 1) {
-			/* the replicas of c index 0: every dc-th device of the
-			 * first inner block, as sim_comm.c groups them */
-			int inner = deg[DIM_H] * deg[DIM_W] * deg[DIM_L], n = 0;
-
-			for (int s = 0; s < cf->ndev; s++)
-				if ((s / inner) % dc == 0)
-					devs[n++] = s;
-			cf->ar_s += sim_allreduce_s(in->c, devs, n, pbytes);
-		}
+		if (pbytes > 0 && r > 1)
+			cf->ar_s += op_allreduce_s(in->c, deg, cf->ndev, pbytes, devs);
 	}
 	/* SGD with momentum streams weights, gradients and momentum: 3 + 2
 	 * copies at the memory bandwidth (sim_sched.c) */
