@@ -133,9 +133,14 @@ static int check(struct plan_inputs *in, struct exec *e, struct transport *t,
 			st = exec_gather_params(e, i, mine[i]);
 	*worst = 0;
 	if (!st && t->rank == 0) {
+		/* asynchronous 1F1B: the stages update in the rounds of the
+		 * plan's replicas */
+		struct exec_opts ro = *o;
+
+		ro.rounds_of = &in->pl;
 		st = check_reference_plan(g, &in->pl, &rp);
 		if (!st)
-			st = check_train(g, &rp, be, o, nsteps, rl, ref);
+			st = check_train(g, &rp, be, &ro, nsteps, rl, ref);
 		for (int s = 0; s < nsteps && !st; s++) {
 			double d = fabs(losses[s] - rl[s]) / fmax(fabs(rl[s]), 1e-30);
 

@@ -5,6 +5,10 @@
  * asynchronous 1F1B it is the plan's own stages and micro-batches on one
  * device, which runs the same items in the same order and so applies the
  * same weight versions (a single-process simulation of weight stashing).
+ * Round-robin replicas are all this one process: each stage updates once
+ * per round of its replicas' micro-batches, when the round's last
+ * backward is done (exec_opts.rounds_of names the plan checked), so every
+ * forward runs with the rounds completed before it, as on its replica.
  */
 #ifndef AUTOPAR_CHECK_H
 #define AUTOPAR_CHECK_H
@@ -16,7 +20,8 @@
 /* The reference plan of p (plan_release() it). */
 int check_reference_plan(const struct graph *g, const struct plan *p, struct plan *ref);
 
-/* Trains ref in this process for nsteps: losses[nsteps], and the whole
+/* Trains ref in this process for nsteps (o->rounds_of: the plan ref is
+ * the reference of): losses[nsteps], and the whole
  * parameters of every op into params[i] (g->ops[i].params floats each,
  * NULL for ops without). */
 int check_train(const struct graph *g, const struct plan *ref, const struct backend *be,

@@ -11,8 +11,12 @@
  * shards of a c-split attention sum their heads' context inside their
  * task (kbufs.csum, a blocking all-reduce over the c-group): every member
  * runs that same task, so it too waits only for tasks earlier in the
- * global order.  The earliest unfinished task therefore always has what
- * it waits for.
+ * global order.  Round-robin replicas run a subsequence of their stage's
+ * items each: the all-reduce of an asynchronous round is started at each
+ * member's backward and waited for only at a task keyed after all of
+ * them (end_round()), and the synchronous schedules sum a replicated
+ * stage's gradients after the step's items, in op order on every member.
+ * The earliest unfinished task therefore always has what it waits for.
  */
 #include "exec_impl.h"
 
@@ -69,6 +73,8 @@ static int gather(struct exec *e, struct rshard *s, int kk, int j, const float *
 		const struct src *x = &s->src[kk][q];
 		const struct shape *sh = &e->g->ops[x->op].out;
 
+		if (!exec_src_live(x, e->mbj))
+			continue;
 		if (x->xfer >= 0) {
 			struct xfer *xf = &e->xf[x->xfer];
 
@@ -189,9 +195,11 @@ static int forward(struct exec *e, struct rshard *s, int j)
 	out = out_of(e, s, j);
 	for (int q = 0; q < s->nsends; q++) {
 		struct xfer *x = &e->xf[s->sends[q]];
-		float *sb = staging(e, x, j);
+		float *sb;
 
-		if (!sb)
+		if (!exec_xfer_live(x, e->mbj))
+			continue;
+		if (!(sb = staging(e, x, j)))
 			return AP_EFAIL;
 		if (e->be->region_copy(&op->out, &x->o, sb, &x->o, out, &s->reg, 0) ||
 		    send_staged(e, x, j, x->cons_rank, 2 * s->sends[q]))
@@ -225,6 +233,8 @@ static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 	for (int q = 0; q < s->nsrc[kk]; q++) {
 		const struct src *x = &s->src[kk][q];
 
+		if (!exec_src_live(x, e->mbj))
+			continue;
 		if (x->xfer >= 0) {
 			struct xfer *xf = &e->xf[x->xfer];
 			float *sb = xf->nbwd ? xf->sbuf[e->nbuf + j] : staging(e, xf, e->nbuf + j);
@@ -256,6 +266,37 @@ static int update(struct exec *e, struct rshard *s)
 	return e->be->fill(s->dw, s->nparams, 0.0f);
 }
 
+/* Asynchronous 1F1B by rounds (exec.h): after s's backward of stream
+ * micro-batch J, the last of its round that this rank runs, the round's
+ * gradient starts summing over the replicas; it is applied by
+ * apply_round() before s's first task keyed after the round's last
+ * backward.  Until then no other backward of s adds to dw: the next one
+ * this rank runs belongs to a later round, keyed after that. */
+static int end_round(struct exec *e, struct rshard *s)
+{
+	int64_t J = e->step * e->m + e->mbj, R = s->round, last = (J / R + 1) * R - 1;
+
+	if (J + s->nrep <= last)
+		return AP_OK; /* more of the round on this rank (a reference) */
+	s->red = -1;
+	if (s->gid >= 0 && e->t->ops->iallreduce(e->t, s->gid, s->dw, s->nparams, &s->red))
+		return AP_EFAIL;
+	s->apply_key = sched_key(e->p->sched, e->K, e->o.steps * e->m, e->depth[s->stage], last, 1);
+	s->pending = 1;
+	return AP_OK;
+}
+
+static int apply_round(struct exec *e, struct rshard *s)
+{
+	int id = s->red;
+
+	s->pending = 0;
+	s->red = -1;
+	if (id >= 0 && e->t->ops->wait_one(e->t, id))
+		return AP_EFAIL;
+	return update(e, s);
+}
+
 static int backward(struct exec *e, struct rshard *s, int j)
 {
 	struct transport *t = e->t;
@@ -270,6 +311,8 @@ static int backward(struct exec *e, struct rshard *s, int j)
 	for (int q = 0; q < s->nsends; q++) {
 		struct xfer *x = &e->xf[s->sends[q]];
 
+		if (!exec_xfer_live(x, e->mbj))
+			continue;
 		if (t->ops->recv(t, e->rbuf, region_elems(&x->o), x->cons_rank,
 				 2 * s->sends[q] + 1))
 			return AP_EFAIL;
@@ -302,16 +345,22 @@ static int backward(struct exec *e, struct rshard *s, int j)
 	if (!s->nparams && s->tied < 0)
 		return AP_OK;
 	/* PipeDream updates after every micro-batch (never a tied pair,
-	 * exec_supported()), the synchronous schedules once the last
-	 * micro-batch's gradient is in: of every shard that adds to the
-	 * weight's gradient (both of a tied pair), so that the replicas sum
-	 * it once */
+	 * exec_supported()), or after every round of a replicated stage;
+	 * the synchronous schedules once the last micro-batch's gradient is
+	 * in: of every shard that adds to the weight's gradient (both of a
+	 * tied pair), so that the replicas sum it once; a round-robin
+	 * stage's once the step's items are done (exec_step()), as its
+	 * replicas finish their micro-batches at different items */
+	if (e->async && s->round > 1)
+		return end_round(e, s);
 	if (e->async) {
 		if (s->gid >= 0 && (t->ops->iallreduce(t, s->gid, s->dw, s->nparams, &id) ||
 				    t->ops->wait_one(t, id)))
 			return AP_EFAIL;
 		return update(e, s);
 	}
+	if (s->nrep > 1)
+		return AP_OK;
 	o = exec_weight_owner(e, s);
 	if (e->mbj < e->m - 1 || ++o->wdone < o->wusers)
 		return AP_OK;
@@ -370,9 +419,11 @@ static int run_tasks(struct exec *e, const struct sched_item *x, int j)
 		int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];
 		struct rshard *s;
 
-		if (e->mine[i] < 0)
+		if (e->mine[i] < 0 || !exec_shard_runs(&e->sh[e->mine[i]], e->mbj))
 			continue;
 		s = &e->sh[e->mine[i]];
+		if (s->pending && x->key > s->apply_key && apply_round(e, s))
+			return AP_EFAIL;
 		t0 = e->trace ? now_s() : 0;
 		if (x->bwd ? backward(e, s, j) : forward(e, s, j))
 			return AP_EFAIL;
@@ -534,6 +585,15 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 			if (run_item(e, &e->items[it], e->mbj))
 				return AP_EFAIL;
 		}
+		/* round-robin stages: every replica's gradients, in op order
+		 * on every member */
+		for (int q = 0; q < e->nsh; q++) {
+			struct rshard *s = &e->sh[q];
+
+			if (s->nrep > 1 && s->nparams && s->gid >= 0 &&
+			    t->ops->iallreduce(t, s->gid, s->dw, s->nparams, NULL))
+				return AP_EFAIL;
+		}
 		if (t->ops->wait(t))
 			return AP_EFAIL;
 		for (int q = 0; q < e->nsh; q++) {
@@ -572,6 +632,9 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 		/* sends may be waiting for receives of the next step: only
 		 * the end of the stream waits for them all */
 		if (step >= e->o.steps - 1) {
+			for (int q = 0; q < e->nsh; q++)
+				if (e->sh[q].pending && apply_round(e, &e->sh[q]))
+					return AP_EFAIL;
 			if (t->ops->wait(t))
 				return AP_EFAIL;
 			for (int x = 0; x < e->nxf; x++)

@@ -32,6 +32,22 @@
  * micro-batch in flight.  A CPU rank runs a slot's forward and backward
  * one after the other, in the schedule's order, which is what the two
  * concurrent streams compute.
+ *
+ * Round-robin replicas (plan.h, PipeDream's replicated stages): replica
+ * g of a stage runs the shards of replica 0 on its own devices, for the
+ * micro-batches j with j mod r == g, whole; data goes from the producer's
+ * replica of j to the consumer's.  Under GPipe and 1F1B the replicas'
+ * gradients are summed with the n degree's once the step's items are
+ * done.  Under asynchronous 1F1B the replicas are data-parallel among
+ * themselves: the gradients of a round (micro-batches q r .. q r + r - 1,
+ * one per replica) are summed and every replica applies that one update,
+ * before its first task that comes after the round's last backward in
+ * the schedule's order; so a forward runs with the weights of the rounds
+ * completed before it, and its backward with those (stashed).  Waiting
+ * for a round only at a task later than all its backwards keeps the
+ * all-reduce among tasks earlier in the global order (exec.c).  r must
+ * divide m there, and async-predict does not run replicas
+ * (exec_supported()).
  */
 #ifndef AUTOPAR_EXEC_H
 #define AUTOPAR_EXEC_H
@@ -57,6 +73,11 @@ struct exec_opts {
 	/* async-predict: run a stage's paired forward and backward one after
 	 * the other instead of on two threads (exec.c run_pair) */
 	int serial;
+	/* Asynchronous 1F1B: the plan whose stages' round-robin replicas set
+	 * how many micro-batches make one update (the plan checked, when a
+	 * single-process reference of its stages runs, check.h); NULL: the
+	 * plan run. */
+	const struct plan *rounds_of;
 };
 
 struct exec;

@@ -18,9 +18,13 @@
 #include "region.h"
 #include "trace.h"
 
-/* A piece of an input that a consumer shard gathers. */
+/* A piece of an input that a consumer shard gathers.  A producer of
+ * round-robin replicas (plan.h) hands micro-batch j over from its replica
+ * j mod nrep: the consumer lists the pieces of every replica it takes
+ * from, and gathers those of rep. */
 struct src {
 	int op, k, rank; /* the producer shard and where it runs */
+	int rep, nrep;   /* its replica, of the stage's nrep */
 	int xfer;        /* the transfer when rank differs, else -1 */
 	struct region o; /* the piece: the overlap of produced and needed */
 };
@@ -28,6 +32,9 @@ struct src {
 struct xfer {
 	int prod_op, prod_k, prod_rank, cons_op, cons_rank, cons_stage;
 	int no_grad;     /* the producer is an input: no gradient goes back */
+	int cons_rep, cons_nrep; /* the consumer's replica: the transfer
+				  * carries micro-batches j with
+				  * j mod cons_nrep == cons_rep */
 	struct region o;
 	int nshare;      /* consumers sharing it */
 	int nfwd, nbwd;  /* sharers done in the current item */
@@ -46,6 +53,17 @@ struct cgroup {
 /* This rank's shard of an op. */
 struct rshard {
 	int op, k;
+	int stage;                    /* index in p->stages */
+	int rep, nrep;                /* its round-robin replica, of nrep:
+				       * it runs micro-batches j with
+				       * j mod nrep == rep */
+	int round;                    /* asynchronous 1F1B: micro-batches
+				       * whose gradients make one update (the
+				       * stage's replicas), 1: each its own */
+	int pending, red;             /* a round summed (all-reduce red, -1
+				       * none), not applied yet: */
+	int64_t apply_key;            /* applied before the first task of a
+				       * key above this, its last backward's */
 	int cidx;                     /* index along c: the replica group */
 	struct region reg;            /* output region, n within a micro-batch */
 	struct kern kern;
@@ -108,6 +126,7 @@ struct exec {
 	struct sched_item *slice;     /* async: the current step's slice */
 	int cap_slice;
 	int *stage_ops_ofs, *stage_ops; /* ops of each stage index, graph order */
+	int *stage_of;                /* per op: its stage index */
 	struct data data;
 };
 
@@ -121,6 +140,25 @@ static inline int exec_stashes(const struct exec *e)
 static inline int exec_predicts(const struct exec *e)
 {
 	return e->p->sched == SCHED_ASYNC_PREDICT && !e->o.naive;
+}
+
+/* Round-robin replicas: whether shard s, piece x or transfer x has
+ * micro-batch j of the step (its index among the step's m; under the
+ * asynchronous schedules the replicas divide m, so the stream index gives
+ * the same replica). */
+static inline int exec_shard_runs(const struct rshard *s, int j)
+{
+	return j % s->nrep == s->rep;
+}
+
+static inline int exec_src_live(const struct src *x, int j)
+{
+	return j % x->nrep == x->rep;
+}
+
+static inline int exec_xfer_live(const struct xfer *x, int j)
+{
+	return j % x->cons_nrep == x->cons_rep;
 }
 
 /* The shard holding the weight that s runs with: s, or for a tied

@@ -27,14 +27,38 @@
 
 #define BIT(d) (1u << (d))
 
+/* The index in p->stages of stage id `id`. */
+static int stage_index(const struct plan *p, int id)
+{
+	for (int s = 0; s < p->nstages; s++)
+		if (p->stages[s].id == id)
+			return s;
+	return 0; /* validated plans name their stages */
+}
+
+/* The rank running, in replica g of its stage, what shard k of op i runs
+ * in replica 0. */
+static int replica_rank(const struct plan *p, int i, int k, int g)
+{
+	int s = stage_index(p, p->ops[i].stage), d = p->ops[i].devices[k];
+
+	return g ? plan_replica_device(p, s, d, g) : d;
+}
+
+static int op_replicas(const struct plan *p, int i)
+{
+	return plan_stage_replicas(p, stage_index(p, p->ops[i].stage));
+}
+
 int exec_ranks(const struct plan *p)
 {
 	int n = 1;
 
 	for (int i = 0; i < p->nops; i++)
-		for (int k = 0; k < p->ops[i].ndev; k++)
-			if (p->ops[i].devices[k] + 1 > n)
-				n = p->ops[i].devices[k] + 1;
+		for (int g = 0; g < op_replicas(p, i); g++)
+			for (int k = 0; k < p->ops[i].ndev; k++)
+				if (replica_rank(p, i, k, g) + 1 > n)
+					n = replica_rank(p, i, k, g) + 1;
 	return n;
 }
 
@@ -146,6 +170,9 @@ static const char *tie_refusal(const struct graph *g, const struct plan *p, int 
 		return "when neither is split along 'c' (each shard holds the whole weight)";
 	if (!devices_within(a, b) || !devices_within(b, a))
 		return "when both run on the same ranks";
+	/* then every replica of both runs on the same ranks too */
+	if (a->stage != b->stage && (op_replicas(p, i) > 1 || op_replicas(p, op->a.tie) > 1))
+		return "in one stage when their stages have round-robin replicas";
 	return NULL;
 }
 
@@ -164,6 +191,26 @@ static int tie_check(const struct graph *g, const struct plan *p, int i, const c
 int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
 		   const char *path)
 {
+	/* The replicas of a stage update in rounds of one micro-batch each
+	 * (exec.h): rounds of the stream that fit the steps' micro-batches,
+	 * and versions that follow from the order of the items, not from
+	 * predictions over a count of updates. */
+	for (int s = 0; s < p->nstages && sched_async(p->sched); s++) {
+		int r = plan_stage_replicas(p, s);
+
+		if (r > 1 && p->sched == SCHED_ASYNC_PREDICT)
+			return ap_err(AP_EINPUT, path, 0,
+				      "stage %d has %d round-robin replicas: not executable "
+				      "by the runtime under async-predict yet (it runs them "
+				      "under gpipe, 1f1b and 1f1b-async)", p->stages[s].id, r);
+		if (p->microbatches % r)
+			return ap_err(AP_EINPUT, path, 0,
+				      "stage %d has %d round-robin replicas, which do not divide "
+				      "the %d micro-batches: under %s the runtime updates a "
+				      "replicated stage once per round of %d micro-batches, "
+				      "and a step must hold whole rounds", p->stages[s].id, r,
+				      p->microbatches, sched_name(p->sched), r);
+	}
 	for (int s = 0; s < p->nstages; s++)
 		if (plan_stage_microbatches(p, s) != p->microbatches)
 			return ap_err(AP_EINPUT, path, 0,
@@ -283,16 +330,18 @@ static int add_send(struct rshard *s, int x)
 	return AP_OK;
 }
 
-/* The transfer of piece o of producer shard (pi, kp) to consumers of
- * stage `stage` on rank `rank` that an earlier consumer asked for: it is
- * shared (exec_impl.h); -1 when there is none. */
-static int find_xfer(struct exec *e, int pi, int kp, int rank, int stage,
+/* The transfer of piece o of producer shard (pi, kp) on rank `prank` (a
+ * round-robin replica's) to consumers of stage `stage` on rank `rank`
+ * that an earlier consumer asked for: it is shared (exec_impl.h); -1 when
+ * there is none. */
+static int find_xfer(struct exec *e, int pi, int kp, int prank, int rank, int stage,
 		     const struct region *o)
 {
 	for (int x = e->nxf - 1; x >= 0; x--) {
 		struct xfer *t = &e->xf[x];
 
-		if (t->prod_op == pi && t->prod_k == kp && t->cons_rank == rank &&
+		if (t->prod_op == pi && t->prod_k == kp && t->prod_rank == prank &&
+		    t->cons_rank == rank &&
 		    t->cons_stage == stage && region_equal(&t->o, o)) {
 			t->nshare++;
 			return x;
@@ -323,35 +372,65 @@ static int new_xfer(struct exec *e, int pi, int kp, int c, int crank, const stru
 	return e->nxf++;
 }
 
+/* The transfer of piece x to consumer op c on rank crank, its replica gc
+ * of rc: shared with an earlier consumer's or new, into x->xfer. */
+static int link_xfer(struct exec *e, int c, int crank, int gc, int rc, struct src *x)
+{
+	x->xfer = find_xfer(e, x->op, x->k, x->rank, crank, e->p->ops[c].stage, &x->o);
+	if (x->xfer < 0 && (x->xfer = new_xfer(e, x->op, x->k, c, crank, x)) < 0)
+		return AP_EFAIL;
+	e->xf[x->xfer].cons_rep = gc;
+	e->xf[x->xfer].cons_nrep = rc;
+	return AP_OK;
+}
+
+static int gcd(int a, int b)
+{
+	while (b) {
+		int t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 /* Every piece of input kk of every shard of op c: local sources and
- * transfers, recorded where this rank takes part. */
+ * transfers, recorded where this rank takes part.  With round-robin
+ * replicas, for every replica gc of the consumer the pieces of every
+ * producer replica gp that hands it micro-batches: j = gc mod r_c and
+ * j = gp mod r_p hold together for some j when gp = gc mod gcd(r_p, r_c). */
 static int connect(struct exec *e, int c, int kk)
 {
 	const struct plan_op *pc = &e->p->ops[c];
 	int pi = e->g->ops[c].in[kk], me = e->t->rank;
 	const struct plan_op *pp = &e->p->ops[pi];
+	int rc = op_replicas(e->p, c), rp = op_replicas(e->p, pi), gg = gcd(rc, rp);
 
 	for (int k = 0; k < pc->ndev; k++) {
 		struct region need;
-		int crank = pc->devices[k];
 
 		need_region(e, c, k, kk, &need);
-		if (crank == me)
-			e->sh[e->mine[c]].inreg[kk] = need;
-		for (int kp = 0; kp < pp->ndev; kp++) {
-			struct region own;
-			struct src x = { .op = pi, .k = kp, .rank = pp->devices[kp], .xfer = -1 };
+		for (int gc = 0; gc < rc; gc++) {
+			int crank = replica_rank(e->p, c, k, gc);
 
-			exec_shard_region(e->g, e->p, pi, kp, e->mb_n, &own, NULL);
-			if (!region_meet(&own, &need, &x.o))
-				continue;
-			if (x.rank != crank) {
-				x.xfer = find_xfer(e, pi, kp, crank, pc->stage, &x.o);
-				if (x.xfer < 0 && (x.xfer = new_xfer(e, pi, kp, c, crank, &x)) < 0)
-					return AP_EFAIL;
-			}
-			if (crank == me && add_src(&e->sh[e->mine[c]], kk, &x))
-				return AP_EFAIL;
+			if (crank == me)
+				e->sh[e->mine[c]].inreg[kk] = need;
+			for (int gp = gc % gg; gp < rp; gp += gg)
+				for (int kp = 0; kp < pp->ndev; kp++) {
+					struct region own;
+					struct src x = { .op = pi, .k = kp,
+							 .rank = replica_rank(e->p, pi, kp, gp),
+							 .rep = gp, .nrep = rp, .xfer = -1 };
+
+					exec_shard_region(e->g, e->p, pi, kp, e->mb_n, &own, NULL);
+					if (!region_meet(&own, &need, &x.o))
+						continue;
+					if (x.rank != crank && link_xfer(e, c, crank, gc, rc, &x))
+						return AP_EFAIL;
+					if (crank == me && add_src(&e->sh[e->mine[c]], kk, &x))
+						return AP_EFAIL;
+				}
 		}
 	}
 	return AP_OK;
@@ -535,53 +614,69 @@ static int data_setup(struct exec *e, struct rshard *s)
 	return AP_OK;
 }
 
-/* Replica groups: the shards of an op with the same c index hold the same
- * parameters and sum their gradients.  Every rank creates the same groups
- * in the same order; ops with the same member set share one. */
+/* The ranks of op i's shards of c index ci, every round-robin replica's,
+ * into ranks; their number. */
+static int group_members(const struct exec *e, int i, int ci, int *ranks)
+{
+	const struct plan_op *po = &e->p->ops[i];
+	int n = 0;
+
+	for (int gr = 0; gr < op_replicas(e->p, i); gr++)
+		for (int k = 0; k < po->ndev; k++) {
+			int coord[NDIMS];
+			struct region r;
+
+			exec_shard_region(e->g, e->p, i, k, e->mb_n, &r, coord);
+			if (coord[DIM_C] == ci)
+				ranks[n++] = replica_rank(e->p, i, k, gr);
+		}
+	return n;
+}
+
+/* Whether ops a and b, with the same members, may share a group: its
+ * all-reduces must come in one order on every member.  Under
+ * asynchronous 1F1B a round-robin stage's replicas reach their rounds at
+ * different items, so its group is its stage's own. */
+static int may_share(const struct exec *e, int a, int b)
+{
+	if (!e->async || e->stage_of[a] == e->stage_of[b])
+		return 1;
+	return op_replicas(e->p, a) == 1 && op_replicas(e->p, b) == 1;
+}
+
+/* Replica groups: the shards of an op with the same c index (of every
+ * round-robin replica) hold the same parameters and sum their gradients.
+ * Every rank creates the same groups in the same order; ops with the
+ * same member list share one. */
 static int groups_setup(struct exec *e)
 {
 	const struct plan *p = e->p;
-	int *ranks = malloc((size_t)exec_ranks(p) * sizeof *ranks);
+	int nr = exec_ranks(p);
+	int *ranks = malloc((size_t)nr * sizeof *ranks);
+	int *other = malloc((size_t)nr * sizeof *other);
 	int (*seen)[2] = NULL, nseen = 0, cap = 0, st = AP_OK; /* (op, cidx) -> gid */
 	int *seen_gid = NULL;
 
-	if (!ranks)
+	if (!ranks || !other) {
+		free(ranks);
+		free(other);
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
 	for (int i = 0; i < e->g->nops && !st; i++) {
 		const struct plan_op *po = &p->ops[i];
 		int dc = po->degree[DIM_C];
 
-		if (e->g->ops[i].params <= 0 || po->ndev == dc)
+		if (e->g->ops[i].params <= 0 || po->ndev * op_replicas(p, i) == dc)
 			continue;
 		for (int ci = 0; ci < dc && !st; ci++) {
-			int n = 0, gid = -1, found = -1;
+			int n = group_members(e, i, ci, ranks), gid = -1, found = -1;
 
-			for (int k = 0; k < po->ndev; k++) {
-				int coord[NDIMS];
-				struct region r;
-
-				exec_shard_region(e->g, p, i, k, e->mb_n, &r, coord);
-				if (coord[DIM_C] == ci)
-					ranks[n++] = po->devices[k];
-			}
 			/* the same member list as an earlier group: reuse it */
-			for (int q = 0; q < nseen && found < 0; q++) {
-				const struct plan_op *pq = &p->ops[seen[q][0]];
-				int m = 0, same = 1;
-
-				for (int k = 0; k < pq->ndev && same; k++) {
-					int coord[NDIMS];
-					struct region r;
-
-					exec_shard_region(e->g, p, seen[q][0], k, e->mb_n, &r, coord);
-					if (coord[DIM_C] != seen[q][1])
-						continue;
-					same = m < n && ranks[m] == pq->devices[k];
-					m++;
-				}
-				if (same && m == n)
+			for (int q = 0; q < nseen && found < 0; q++)
+				if (may_share(e, seen[q][0], i) &&
+				    group_members(e, seen[q][0], seen[q][1], other) == n &&
+				    !memcmp(ranks, other, (size_t)n * sizeof *ranks))
 					found = q;
-			}
 			if (found >= 0) {
 				gid = seen_gid[found];
 			} else {
@@ -600,6 +695,7 @@ static int groups_setup(struct exec *e)
 		}
 	}
 	free(ranks);
+	free(other);
 	free(seen);
 	free(seen_gid);
 	return st;
@@ -623,21 +719,24 @@ static int cgroups_setup(struct exec *e)
 			continue;
 		for (int d = DIM_C + 1; d < NDIMS; d++)
 			stride *= po->degree[d];
-		/* the first member of each group: c coordinate 0 */
-		for (int k = 0; k < po->ndev && !st; k++) {
-			int gid, mine = -1;
+		/* the first member of each group: c coordinate 0; one group
+		 * per round-robin replica */
+		for (int gr = 0; gr < op_replicas(p, i) && !st; gr++)
+			for (int k = 0; k < po->ndev && !st; k++) {
+				const struct rshard *s = e->mine[i] >= 0 ? &e->sh[e->mine[i]] : NULL;
+				int gid, mine = -1;
 
-			if (k / stride % dc)
-				continue;
-			for (int ci = 0; ci < dc; ci++) {
-				ranks[ci] = po->devices[k + ci * stride];
-				if (e->mine[i] >= 0 && e->sh[e->mine[i]].k == k + ci * stride)
-					mine = ci;
+				if (k / stride % dc)
+					continue;
+				for (int ci = 0; ci < dc; ci++) {
+					ranks[ci] = replica_rank(p, i, k + ci * stride, gr);
+					if (s && s->rep == gr && s->k == k + ci * stride)
+						mine = ci;
+				}
+				st = e->t->ops->group(e->t, ranks, dc, &gid);
+				if (!st && mine >= 0)
+					e->sh[e->mine[i]].cg.gid = gid;
 			}
-			st = e->t->ops->group(e->t, ranks, dc, &gid);
-			if (!st && mine >= 0)
-				e->sh[e->mine[i]].cg.gid = gid;
-		}
 	}
 	free(ranks);
 	return st;
@@ -652,7 +751,8 @@ static int order_setup(struct exec *e)
 
 	e->depth = depth;
 	if (!depth || !pos || !NEW(e, e->items, 2 * n * e->m) ||
-	    !NEW(e, e->stage_ops_ofs, n + 1) || !NEW(e, e->stage_ops, e->g->nops)) {
+	    !NEW(e, e->stage_ops_ofs, n + 1) || !NEW(e, e->stage_ops, e->g->nops) ||
+	    !NEW(e, e->stage_of, e->g->nops)) {
 		free(pos);
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
@@ -685,6 +785,8 @@ static int order_setup(struct exec *e)
 			if (pos[p->ops[i].stage] == k)
 				e->stage_ops[np++] = i;
 	}
+	for (int i = 0; i < e->g->nops; i++)
+		e->stage_of[i] = pos[p->ops[i].stage];
 	e->stage_ops_ofs[n] = np;
 	free(pos);
 	return AP_OK;
@@ -741,11 +843,14 @@ int exec_layout(struct exec *e)
 	e->nbuf = e->async && inflight > e->m ? inflight : e->m;
 	if (!NEW(e, e->mine, g->nops))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	/* a rank is in one replica of a stage at most (its devices are
+	 * distinct) */
 	for (int i = 0; i < g->nops; i++) {
 		e->mine[i] = -1;
-		for (int k = 0; k < p->ops[i].ndev; k++)
-			if (p->ops[i].devices[k] == me)
-				e->mine[i] = e->nsh++;
+		for (int gr = 0; gr < op_replicas(p, i); gr++)
+			for (int k = 0; k < p->ops[i].ndev; k++)
+				if (replica_rank(p, i, k, gr) == me)
+					e->mine[i] = e->nsh++;
 	}
 	if (!NEW(e, e->sh, e->nsh ? e->nsh : 1))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
@@ -760,9 +865,19 @@ int exec_layout(struct exec *e)
 		s->tied = -1;
 		s->cg.t = e->t;
 		s->cg.gid = -1;
-		for (int k = 0; k < p->ops[i].ndev; k++)
-			if (p->ops[i].devices[k] == me)
-				s->k = k;
+		s->red = -1;
+		s->stage = e->stage_of[i];
+		s->nrep = op_replicas(p, i);
+		s->round = 1;
+		if (e->async)
+			s->round = plan_stage_replicas(e->o.rounds_of ? e->o.rounds_of : p,
+						       s->stage);
+		for (int gr = 0; gr < s->nrep; gr++)
+			for (int k = 0; k < p->ops[i].ndev; k++)
+				if (replica_rank(p, i, k, gr) == me) {
+					s->k = k;
+					s->rep = gr;
+				}
 		exec_shard_region(g, p, i, s->k, e->mb_n, &s->reg, coord);
 		s->cidx = coord[DIM_C];
 	}
@@ -839,5 +954,6 @@ void exec_layout_release(struct exec *e)
 	free(e->depth);
 	free(e->stage_ops_ofs);
 	free(e->stage_ops);
+	free(e->stage_of);
 	data_release(&e->data);
 }

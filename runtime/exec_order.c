@@ -9,7 +9,8 @@
  * point exec.c issues it: a forward receives the pieces of its inputs (the
  * first of a transfer's sharers) and then sends its output's pieces; a
  * backward receives its output's gradients and sends its inputs' (the last
- * of the sharers).  A rank knows its own tasks only, so each rank lists
+ * of the sharers); a round-robin replica runs its own micro-batches, with
+ * the pieces and transfers of their replicas.  A rank knows its own tasks only, so each rank lists
  * what it sends and the transport exchanges the lists once at setup: simpler
  * and less fragile than replaying every other rank's layout.  The runtime
  * tests record the sends and receives the executor really issues and
@@ -41,15 +42,18 @@ static int add(struct xlist *l, int peer, int tag, int out)
 	return AP_OK;
 }
 
-/* forward(): gather() of every input, then the output's sends */
-static int forward_events(const struct exec *e, const struct rshard *s, struct xlist *l)
+/* forward(): gather() of every input, then the output's sends; of
+ * micro-batch j of the step (round-robin replicas: the pieces and
+ * transfers of its replicas) */
+static int forward_events(const struct exec *e, const struct rshard *s, int j,
+			  struct xlist *l)
 {
 	if (e->g->ops[s->op].kind != OP_INPUT)
 		for (int kk = 0; kk < s->kern.nin; kk++)
 			for (int q = 0; !s->alias[kk] && q < s->nsrc[kk]; q++) {
 				const struct src *x = &s->src[kk][q];
 
-				if (x->xfer < 0)
+				if (x->xfer < 0 || !exec_src_live(x, j))
 					continue;
 				if (l->nfwd[x->xfer]++ == 0 && add(l, x->rank, 2 * x->xfer, 0))
 					return AP_EFAIL;
@@ -57,25 +61,29 @@ static int forward_events(const struct exec *e, const struct rshard *s, struct x
 					l->nfwd[x->xfer] = 0;
 			}
 	for (int q = 0; q < s->nsends; q++)
-		if (add(l, e->xf[s->sends[q]].cons_rank, 2 * s->sends[q], 1))
+		if (exec_xfer_live(&e->xf[s->sends[q]], j) &&
+		    add(l, e->xf[s->sends[q]].cons_rank, 2 * s->sends[q], 1))
 			return AP_EFAIL;
 	return AP_OK;
 }
 
 /* backward(): the output's gradients, then scatter_grad() of every input
  * that has a gradient */
-static int backward_events(const struct exec *e, const struct rshard *s, struct xlist *l)
+static int backward_events(const struct exec *e, const struct rshard *s, int j,
+			   struct xlist *l)
 {
 	if (e->g->ops[s->op].kind == OP_INPUT)
 		return AP_OK;
 	for (int q = 0; q < s->nsends; q++)
-		if (add(l, e->xf[s->sends[q]].cons_rank, 2 * s->sends[q] + 1, 0))
+		if (exec_xfer_live(&e->xf[s->sends[q]], j) &&
+		    add(l, e->xf[s->sends[q]].cons_rank, 2 * s->sends[q] + 1, 0))
 			return AP_EFAIL;
 	for (int kk = 0; kk < s->kern.nin; kk++)
 		for (int q = 0; s->din[kk] && q < s->nsrc[kk]; q++) {
 			const struct src *x = &s->src[kk][q];
 
-			if (x->xfer < 0 || ++l->nbwd[x->xfer] < e->xf[x->xfer].nshare)
+			if (x->xfer < 0 || !exec_src_live(x, j) ||
+			    ++l->nbwd[x->xfer] < e->xf[x->xfer].nshare)
 				continue;
 			l->nbwd[x->xfer] = 0;
 			if (add(l, x->rank, 2 * x->xfer + 1, 1))
@@ -87,12 +95,15 @@ static int backward_events(const struct exec *e, const struct rshard *s, struct 
 static int item_events(const struct exec *e, const struct sched_item *x, struct xlist *l)
 {
 	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
+	int j = x->mb % e->m; /* a stream's: replicas divide m */
 
 	for (int q = 0; q < z - a; q++) {
 		int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];
 		const struct rshard *s = e->mine[i] < 0 ? NULL : &e->sh[e->mine[i]];
 
-		if (s && (x->bwd ? backward_events(e, s, l) : forward_events(e, s, l)))
+		if (!s || !exec_shard_runs(s, j))
+			continue;
+		if (x->bwd ? backward_events(e, s, j, l) : forward_events(e, s, j, l))
 			return AP_EFAIL;
 	}
 	return AP_OK;

@@ -2,7 +2,8 @@
  * Helpers of the runtime's end-to-end tests (test_run*.c): running the
  * built binary (AUTOPAR_BIN) and reading what it printed, making plans
  * with the planners, and writing pipeline plans that no planner makes yet
- * (chains of stages, replicated stages, a DAG of stages).
+ * (chains of stages, replicated stages, round-robin replicas, a DAG of
+ * stages).
  */
 #ifndef AUTOPAR_RUNTEST_H
 #define AUTOPAR_RUNTEST_H
@@ -89,6 +90,54 @@ static inline void rt_pipeline_plan(const char *model, int64_t batch, const char
 		p.ops[i].stage = s;
 		p.ops[i].degree[DIM_N] = rep;
 		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, dev, rep), 0);
+	}
+	assert_int_equal(plan_write(&p, &g, path), 0);
+	plan_release(&p);
+	graph_release(&g);
+}
+
+/* A chain of `nstages` stages in graph order (about the same number of
+ * ops each) whose stage s has rep[s] round-robin replicas (plan.h) of
+ * `width` devices each, consecutive devices from 0 on, the ops split
+ * `width` ways along n on replica 0's; batch `batch`, schedule `sched`,
+ * m micro-batches. */
+static inline void rt_round_robin_plan(const char *model, int64_t batch, const char *cluster,
+				       int nstages, const int *rep, int width,
+				       enum sched_kind sched, int m, const char *path)
+{
+	struct graph g;
+	struct plan p;
+	int dev[16], first[8], d = 0;
+
+	assert_true(nstages <= 8);
+	graph_init(&g);
+	plan_init(&p);
+	assert_int_equal(model_load(model, batch, &g), 0);
+	assert_int_equal(plan_alloc(&p, &g, nstages), 0);
+	snprintf(p.cluster, sizeof p.cluster, "%s", cluster);
+	snprintf(p.planner, sizeof p.planner, "test-round-robin");
+	p.sched = sched;
+	p.microbatches = m;
+	for (int s = 0; s < nstages; s++) {
+		int next = s + 1, n = rep[s] * width;
+
+		assert_true(d + n <= 16);
+		first[s] = d;
+		for (int k = 0; k < n; k++)
+			dev[k] = d++;
+		assert_int_equal(plan_set_devices(&p.stages[s].devices, &p.stages[s].ndev, dev, n), 0);
+		p.stages[s].replicas = rep[s];
+		if (next < nstages)
+			assert_int_equal(plan_set_devices(&p.stages[s].next, &p.stages[s].nnext, &next, 1), 0);
+	}
+	for (int i = 0; i < g.nops; i++) {
+		int s = i * nstages / g.nops;
+
+		for (int k = 0; k < width; k++)
+			dev[k] = first[s] + k;
+		p.ops[i].stage = s;
+		p.ops[i].degree[DIM_N] = width;
+		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, dev, width), 0);
 	}
 	assert_int_equal(plan_write(&p, &g, path), 0);
 	plan_release(&p);

@@ -13,6 +13,14 @@
  * sum of the losses of the step's own m micro-batches; each must be the
  * sum of the reference's losses of those micro-batches.  Without stashing
  * (--naive) it is not.
+ *
+ * Round-robin replicated stages (PipeDream's data-parallel replicas of a
+ * stage) update once per round: the gradients of micro-batches
+ * q r .. q r + r - 1, one per replica, summed and applied on every
+ * replica.  In a stage's own order that is one update after the
+ * backward of q r + r - 1, and every forward runs with the rounds
+ * completed before it, whichever replica runs it.  A reference that
+ * updates after every micro-batch instead must disagree with the run.
  */
 #include "runtest.h"
 
@@ -33,8 +41,11 @@ struct ref {
 	const struct plan *p;
 	struct data data;
 	int m, S, T, N;          /* micro-batches a step, stages, steps, all */
+	int rounds;              /* update per round of a stage's replicas
+				  * (else after every micro-batch) */
 	int64_t mb;              /* samples a micro-batch */
 	float **w, **v, **dw;    /* per op: current weights, momentum, gradient */
+	float **acc;             /* per op: the round's gradients so far */
 	float ***ver;            /* [J][op]: the weights F(J) ran with */
 	float ***out, ***dout, ***ws; /* [J][op] */
 	double *loss;            /* [J] */
@@ -187,7 +198,21 @@ static void backward(struct ref *r, int st, int J)
 				to[e] += din[kk][e];
 			free(din[kk]);
 		}
-		if (op->params > 0) { /* the update after every micro-batch */
+		/* the update after every micro-batch, or every round of
+		 * the stage's replicas: their gradients, each computed
+		 * alone, summed in replica order as the all-reduce of two
+		 * does */
+		if (op->params > 0 && r->rounds && plan_stage_replicas(r->p, st) > 1) {
+			int R = plan_stage_replicas(r->p, st);
+
+			for (int64_t e = 0; e < op->params; e++)
+				r->acc[i][e] += r->dw[i][e];
+			memset(r->dw[i], 0, (size_t)op->params * sizeof(float));
+			if (J % R == R - 1) {
+				backend_cpu.sgd(r->w[i], r->v[i], r->acc[i], op->params, LR, MOMENTUM);
+				memset(r->acc[i], 0, (size_t)op->params * sizeof(float));
+			}
+		} else if (op->params > 0) {
 			backend_cpu.sgd(r->w[i], r->v[i], r->dw[i], op->params, LR, MOMENTUM);
 			memset(r->dw[i], 0, (size_t)op->params * sizeof(float));
 		}
@@ -248,9 +273,11 @@ static void run_reference(struct ref *r)
 	free(bdone);
 }
 
-static void ref_init(struct ref *r, const struct graph *g, const struct plan *p, int T)
+static void ref_init(struct ref *r, const struct graph *g, const struct plan *p, int T,
+		     int rounds)
 {
 	memset(r, 0, sizeof *r);
+	r->rounds = rounds;
 	assert_int_equal(backend_cpu.init(), 0); /* one BLAS thread, as a rank */
 	r->g = g;
 	r->p = p;
@@ -263,12 +290,13 @@ static void ref_init(struct ref *r, const struct graph *g, const struct plan *p,
 	r->w = calloc((size_t)g->nops, sizeof *r->w);
 	r->v = calloc((size_t)g->nops, sizeof *r->v);
 	r->dw = calloc((size_t)g->nops, sizeof *r->dw);
+	r->acc = calloc((size_t)g->nops, sizeof *r->acc);
 	r->ver = calloc((size_t)r->N, sizeof *r->ver);
 	r->out = calloc((size_t)r->N, sizeof *r->out);
 	r->dout = calloc((size_t)r->N, sizeof *r->dout);
 	r->ws = calloc((size_t)r->N, sizeof *r->ws);
 	r->loss = calloc((size_t)r->N, sizeof *r->loss);
-	assert_true(r->w && r->v && r->dw && r->ver && r->out && r->dout && r->ws && r->loss);
+	assert_true(r->w && r->v && r->dw && r->acc && r->ver && r->out && r->dout && r->ws && r->loss);
 	for (int J = 0; J < r->N; J++) {
 		r->ver[J] = calloc((size_t)g->nops, sizeof **r->ver);
 		r->out[J] = calloc((size_t)g->nops, sizeof **r->out);
@@ -282,6 +310,7 @@ static void ref_init(struct ref *r, const struct graph *g, const struct plan *p,
 		r->w[i] = zalloc(g->ops[i].params);
 		r->v[i] = zalloc(g->ops[i].params);
 		r->dw[i] = zalloc(g->ops[i].params);
+		r->acc[i] = zalloc(g->ops[i].params);
 		params_init(g, i, SEED, r->w[i]);
 	}
 }
@@ -304,10 +333,12 @@ static void ref_release(struct ref *r)
 		free(r->w[i]);
 		free(r->v[i]);
 		free(r->dw[i]);
+		free(r->acc[i]);
 	}
 	free(r->w);
 	free(r->v);
 	free(r->dw);
+	free(r->acc);
 	free(r->ver);
 	free(r->out);
 	free(r->dout);
@@ -366,38 +397,66 @@ static int agrees(const double *step, int T, const double *mb, int m)
 	return 1;
 }
 
-static void check_async(const char *model, const char *cluster, int S, int m, int T)
+/* The reference of plan `path` (rounds: by the replicas' rounds) over T
+ * steps against the run's losses. */
+static int ref_agrees(const char *model, int64_t batch, const char *path, int T, int rounds,
+		      const double *loss)
 {
-	char path[1024];
 	struct graph g;
 	struct plan p;
 	struct ref r;
-	double *loss = calloc((size_t)T, sizeof *loss);
+	int ok;
 
-	assert_non_null(loss);
-	snprintf(path, sizeof path, "%s/async-%s-%d.json", tmp_dir(), model, S);
-	rt_pipeline_plan(model, 8, cluster, S, 1, SCHED_1F1B_ASYNC, m, path);
 	graph_init(&g);
 	plan_init(&p);
-	assert_int_equal(model_load(model, 8, &g), 0);
+	assert_int_equal(model_load(model, batch, &g), 0);
 	assert_int_equal(plan_read(path, &g, &p), 0);
-	ref_init(&r, &g, &p, T);
+	ref_init(&r, &g, &p, T, rounds);
 	run_reference(&r);
-	run_losses(path, T, 0, loss);
-	if (!agrees(loss, T, r.loss, r.m)) {
+	ok = agrees(loss, T, r.loss, r.m);
+	if (!ok && rounds) {
 		for (int t = 0; t < T; t++)
 			print_error("step %d: run %.17g\n", t, loss[t]);
 		for (int J = 0; J < r.N; J++)
 			print_error("micro-batch %d: reference %.17g\n", J, r.loss[J]);
-		fail();
 	}
-	/* the reference tells stashing from its absence */
-	run_losses(path, T, 1, loss);
-	assert_false(agrees(loss, T, r.loss, r.m));
 	ref_release(&r);
 	plan_release(&p);
 	graph_release(&g);
+	return ok;
+}
+
+/* A chain of S stages (stage s with rep[s] round-robin replicas; NULL:
+ * none) under asynchronous 1F1B against the reference. */
+static void check_async_rr(const char *model, int64_t batch, const char *cluster, int S,
+			   const int *rep, int m, int T)
+{
+	char path[1024];
+	double *loss = calloc((size_t)T, sizeof *loss);
+
+	assert_non_null(loss);
+	snprintf(path, sizeof path, "%s/async-%s-%d%s.json", tmp_dir(), model, S,
+		 rep ? "-rr" : "");
+	if (rep)
+		rt_round_robin_plan(model, batch, cluster, S, rep, 1, SCHED_1F1B_ASYNC, m, path);
+	else
+		rt_pipeline_plan(model, batch, cluster, S, 1, SCHED_1F1B_ASYNC, m, path);
+	run_losses(path, T, 0, loss);
+	if (!ref_agrees(model, batch, path, T, 1, loss))
+		fail();
+	/* the reference tells a round's one update from one per
+	 * micro-batch */
+	if (rep)
+		assert_false(ref_agrees(model, batch, path, T, 0, loss));
+	/* and stashing from its absence */
+	run_losses(path, T, 1, loss);
+	assert_false(ref_agrees(model, batch, path, T, 1, loss));
 	free(loss);
+}
+
+static void check_async(const char *model, const char *cluster, int S, int m, int T)
+{
+	check_async_rr(model, 8, cluster, S, NULL, m, T);
 }
 
 static void test_two_stages(void **state)
@@ -413,11 +472,25 @@ static void test_four_stages(void **state)
 	check_async("cnn_small", "cpu-1x4", 4, 2, 5);
 }
 
+/* round-robin replicas: the first stage's, both stages', the second's
+ * (two each: the order in which MPI sums three is its own, and the
+ * comparison is exact; test_run_replicas checks three to round-off) */
+static void test_round_robin(void **state)
+{
+	static const int r21[] = { 2, 1 }, r22[] = { 2, 2 }, r12[] = { 1, 2 };
+
+	(void)state;
+	check_async_rr("mlp", 8, "cpu-1x4", 2, r21, 4, 4);
+	check_async_rr("cnn_small", 8, "cpu-1x4", 2, r22, 4, 3);
+	check_async_rr("mlp", 8, "cpu-1x4", 2, r12, 2, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_stages),
 		cmocka_unit_test(test_four_stages),
+		cmocka_unit_test(test_round_robin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,7 +11,8 @@
  * exec_create() hands it exec_order()'s lists.  Those must be exactly what
  * the executor then issues, step after step, for pipelines of 2, 3 and 4
  * ranks (one with a transfer that two consumers share), replicated
- * stages, a DAG of stages and every schedule; and posting the receives in
+ * stages, round-robin replicas (a micro-batch's transfers go between the
+ * replicas that run it), a DAG of stages and every schedule; and posting the receives in
  * the sender's order must hand each request the message MPI's matching
  * by tag would have.
  */
@@ -136,10 +137,11 @@ struct ranks {
 	struct xorder *o;             /* per rank: what it was told */
 };
 
-/* Runs every rank of plan `path` (model at batch 8) for STEPS steps and
+/* Runs every rank of plan `path` (model at `batch`) for STEPS steps and
  * checks each one's order against what it issued; returns the orders in
  * rk and the stage transfers sent in all. */
-static int check_plan(const char *model, const char *path, const char *what, struct ranks *rk)
+static int check_plan(const char *model, int64_t batch, const char *path, const char *what,
+		      struct ranks *rk)
 {
 	struct graph g;
 	struct plan p;
@@ -150,7 +152,7 @@ static int check_plan(const char *model, const char *path, const char *what, str
 
 	graph_init(&g);
 	plan_init(&p);
-	assert_int_equal(model_load(model, 8, &g), 0);
+	assert_int_equal(model_load(model, batch, &g), 0);
 	assert_int_equal(plan_read(path, &g, &p), 0);
 	rk->size = exec_ranks(&p);
 	rk->o = calloc((size_t)rk->size, sizeof *rk->o);
@@ -245,11 +247,11 @@ static void release_ranks(struct ranks *rk)
 	free(rk->o);
 }
 
-static void plan_case(const char *model, const char *path, const char *what)
+static void plan_case(const char *model, int64_t batch, const char *path, const char *what)
 {
 	struct ranks rk;
 
-	if (check_plan(model, path, what, &rk) == 0)
+	if (check_plan(model, batch, path, what, &rk) == 0)
 		fail_msg("%s: no stage transfer to check", what);
 	check_posting(&rk);
 	release_ranks(&rk);
@@ -265,7 +267,7 @@ static void pipeline_case(const char *model, const char *cluster, int nstages, i
 	snprintf(what, sizeof what, "%s, %d stages x %d, %s", model, nstages, rep,
 		 sched_name(sched));
 	rt_pipeline_plan(model, 8, cluster, nstages, rep, sched, m, path);
-	plan_case(model, path, what);
+	plan_case(model, 8, path, what);
 }
 
 static const enum sched_kind scheds[] = { SCHED_GPIPE, SCHED_1F1B, SCHED_1F1B_ASYNC,
@@ -300,6 +302,38 @@ static void test_replicated_stages(void **state)
 	}
 }
 
+static void rr_case(const char *model, int64_t batch, const char *cluster, int nstages,
+		    const int *rep, int width, enum sched_kind sched, int m)
+{
+	char path[1024], what[256];
+
+	snprintf(path, sizeof path, "%s/xorder-rr-%s-%s-%d-%d-%d-w%d-m%d.json", tmp_dir(), model,
+		 sched_name(sched), nstages, rep[0], nstages > 1 ? rep[1] : 0, width, m);
+	snprintf(what, sizeof what, "%s, round-robin replicas %d%s, %d devices each, %s, m %d",
+		 model, rep[0], nstages > 1 ? " + more" : "", width, sched_name(sched), m);
+	rt_round_robin_plan(model, batch, cluster, nstages, rep, width, sched, m, path);
+	plan_case(model, batch, path, what);
+}
+
+/* Round-robin replicas: of the first stage, the second, both (a consumer
+ * taking from three replicas; replicas of two ranks splitting n) under the schedules
+ * that run them (async-predict does not); m no multiple of r under the
+ * synchronous ones. */
+static void test_round_robin(void **state)
+{
+	static const int r21[] = { 2, 1 }, r12[] = { 1, 2 }, r22[] = { 2, 2 }, r31[] = { 3, 1 };
+	(void)state;
+	for (size_t s = 0; s < 3; s++) {
+		int m = scheds[s] == SCHED_1F1B_ASYNC ? 6 : 3;
+
+		rr_case("mlp", 8, "cpu-1x4", 2, r21, 1, scheds[s], 4);
+		rr_case("cnn_small", 8, "cpu-1x4", 2, r12, 1, scheds[s], 2);
+		rr_case("cnn_small", 8, "cpu-1x4", 2, r22, 1, scheds[s], 4);
+		rr_case("transformer_tiny", 12, "cpu-1x4", 2, r31, 1, scheds[s], m);
+		rr_case("mlp", 8, "h100-1x8", 2, r21, 2, scheds[s], 4);
+	}
+}
+
 static void test_dag_of_stages(void **state)
 {
 	(void)state;
@@ -310,7 +344,7 @@ static void test_dag_of_stages(void **state)
 			 sched_name(scheds[s]));
 		snprintf(what, sizeof what, "branchy_small as a DAG, %s", sched_name(scheds[s]));
 		rt_dag_plan(path, scheds[s]);
-		plan_case("branchy_small", path, what);
+		plan_case("branchy_small", 8, path, what);
 	}
 }
 
@@ -378,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_longer_pipelines),
 		cmocka_unit_test(test_replicated_stages),
 		cmocka_unit_test(test_dag_of_stages),
+		cmocka_unit_test(test_round_robin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
