@@ -77,9 +77,9 @@
  * batch per device (weak scaling, planner_input.per_device_batch) the
  * micro-batch is that batch, PipeDream's profiled minibatch; otherwise
  * NOAM = ceil(workers / replicas of the input stage).  The nearest
- * divisor of the batch is taken, and under the flushed schedule first one
- * that every stage's replicas divide (else some replicas run one more
- * micro-batch a step than the others).
+ * divisor of the batch is taken, first one that every stage's replicas
+ * divide (a flushed step is then balanced, and an asynchronous step holds
+ * whole rounds, which the runtime needs).
  *
  * `schedule=async-predict` plans for that schedule (core/sched.c): every
  * stage runs a forward beside a backward, so its period is its forward
@@ -621,10 +621,10 @@ static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct p
 	return rc;
 }
 
-/* Whether micro-batch count x goes before y: for a flushed schedule a
- * count every stage's replicas divide first (else some replicas run one
- * more micro-batch a step than the others), then the nearer to the
- * target, then the larger. */
+/* Whether micro-batch count x goes before y: a count every stage's
+ * replicas divide first (a flushed step is then balanced, and an
+ * asynchronous one holds whole rounds of its replicas, as the runtime
+ * needs), then the nearer to the target, then the larger. */
 static int before(int x, int y, int target, int64_t l)
 {
 	int ex = x % l == 0, ey = y % l == 0, dx = abs(x - target), dy = abs(y - target);
@@ -638,13 +638,13 @@ static int before(int x, int y, int target, int64_t l)
  * tried.  The target is the micro-batch of the weak-scaling instance (the
  * per-device batch, as PipeDream's minibatch is what it profiled) or else
  * NOAM. */
-static int microbatch_choices(const struct pd *pd, enum sched_kind sched, int noam, int *mb,
+static int microbatch_choices(const struct pd *pd, int noam, int *mb,
 			      int cap)
 {
 	int64_t q = pd->in->g->batch / nsplit(pd), l = 1, per = pd->in->per_device_batch;
 	int n = 0, target = per > 0 && q % per == 0 && pd->nst > 1 ? (int)(q / per) : noam;
 
-	if (!sched_async(sched) && nsplit(pd) == 1)
+	if (nsplit(pd) == 1)
 		for (int s = 0; s < pd->nst && l <= q; s++)
 			l = lcm64(l, pd->st[s].ndev);
 	for (int64_t d = 1; d * d <= q && n + 1 < cap; d++)
@@ -674,7 +674,7 @@ static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct plan
 	for (int k = 0; k < pd->nst; k++)
 		W += pd->st[k].ndev;
 	noam = (W + pd->st[0].ndev - 1) / pd->st[0].ndev;
-	n = microbatch_choices(pd, sched, noam, mb, 256);
+	n = microbatch_choices(pd, noam, mb, 256);
 	if (pd->memory)
 		rc = sim_init(&s, pd->in->g, pd->in->p, pd->in->c);
 	for (int k = 0; k < n && !rc; k++) {
