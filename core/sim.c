@@ -47,6 +47,22 @@
  * Bubble: 1 - compute busy time / (devices used x iteration time), where
  * a device is used when it holds a shard and the busy time includes its
  * update.
+ *
+ * Round-robin replicas (PipeDream's replicated stages, plan.h): a stage of
+ * r replicas runs micro-batch j whole on replica j mod r, each replica
+ * running its micro-batches in the stage's order of the schedule, and the
+ * gradients of a parameter shard are all-reduced over every replica.  A
+ * replica's shard costs what replica 0's does.  Under gpipe and 1f1b one
+ * iteration is simulated as it comes (some replicas then run one
+ * micro-batch more than others); under 1f1b-async and async-predict,
+ * where the assignment rotates across iterations, the period after which
+ * it repeats (sim_layout.c), and the busy times, link bytes and task
+ * counts reported are its share of one iteration.  Under 1f1b-async the
+ * replicas of a stage all-reduce and update after every round of r
+ * micro-batches, as PipeDream's replicas do (docs/plan-format.md); every
+ * other stage and schedule once an iteration.  A replica has at most
+ * ceil(n / r) of the n consecutive micro-batches in flight on its stage,
+ * and stashes weight versions for those.
  */
 #include "sim.h"
 
@@ -227,6 +243,8 @@ void sim_release(struct sim *s)
 		free(w->xfbr);
 		free(w->stage_m);
 		free(w->op_m);
+		free(w->op_r);
+		free(w->dev_upd);
 		free(w->op_xbytes);
 		free(w->grp);
 		free(w->grp_mem);
@@ -319,12 +337,16 @@ static int lookup_costs(struct sim *s, const struct plan *pl, struct cost_tally 
 static void op_memory(struct sim *s, const struct plan *pl, int i, int a, int b, int sign)
 {
 	struct sim_work *w = s->w;
-	int sidx = w->stage_pos[pl->ops[i].stage];
-	int stale = sched_staleness(pl->sched, w->depth_max + 1, w->stage_depth[sidx], w->m);
+	int sidx = w->stage_pos[pl->ops[i].stage], r = w->op_r[i];
+	int stale = sched_staleness(pl->sched, w->depth_max + 1, w->stage_depth[sidx],
+				    pl->microbatches);
 	/* PipeDream stashes a version per update the stage sees while a
 	 * micro-batch is in flight; async-predict keeps one predicted
-	 * copy, whatever the distance. */
-	int64_t stash = pl->sched == SCHED_ASYNC_PREDICT ? stale > 0 : stale;
+	 * copy, whatever the distance.  Of the stale + 1 consecutive
+	 * micro-batches in flight on a stage, a round-robin replica holds
+	 * at most ceil((stale + 1) / r). */
+	int64_t stash = pl->sched == SCHED_ASYNC_PREDICT ? stale > 0
+			: r > 1 ? (stale + r) / r - 1 : stale;
 
 	for (int gs = a; gs < b; gs++) {
 		struct sim_mem *m = &w->mem[w->shard_dev[gs]];
@@ -379,6 +401,7 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 	double busiest_res = 0;
 
 	r->ndev = w->ndev;
+	r->iters = w->nper;
 	r->ntasks = w->ntasks;
 	r->critical_path_s = w->max_cp;
 	memcpy(r->link_bytes, w->link_bytes, sizeof r->link_bytes);
@@ -405,6 +428,23 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 			r->peak_mem_bytes = m->peak;
 			r->peak_dev = d;
 		}
+	}
+	/* A period of round-robin replicas is nper iterations (sim_layout.c):
+	 * the share of one, counts rounded (rounds of replicas need not fit
+	 * an iteration).  Its makespan and critical path stay the period's. */
+	if (w->nper > 1) {
+		double f = 1.0 / w->nper;
+
+		busiest_res *= f;
+		r->compute_busy_s *= f;
+		r->busiest_compute_s *= f;
+		r->ntasks = 0;
+		for (int k = 0; k < NTASK_KINDS; k++) {
+			r->ntask_kinds[k] = (r->ntask_kinds[k] + w->nper / 2) / w->nper;
+			r->ntasks += r->ntask_kinds[k];
+		}
+		for (int k = 0; k < 3; k++)
+			r->link_bytes[k] = (r->link_bytes[k] + w->nper / 2) / w->nper;
 	}
 	/* Without a flush an iteration is the steady state's: the busiest
 	 * resource.  Under async-predict a device's two streams share its

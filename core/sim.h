@@ -11,7 +11,9 @@
  * micro-batch; a transfer wherever a consumer shard needs part of a tensor
  * that lives on another device (forward: activations, backward: their
  * gradients over the same pair); ring all-reduces of the gradients of
- * replicated parameter shards; one optimizer update per device.
+ * replicated parameter shards; one optimizer update per device.  A stage
+ * of round-robin replicas (plan.h) runs each micro-batch on one of its
+ * replicas (sim.c).
  * Resources: each device, each directed device pair inside a node, and each
  * node's NIC (one send and one receive side).  sim.c explains the model,
  * sim_layout.c the regions and transfers, sim_comm.c the all-reduces,
@@ -70,8 +72,9 @@ struct sim_task {
 	int64_t bytes;     /* moved over links (transfers and collectives) */
 	int res;           /* the resource it is shown on (see sim_resource_name) */
 	int op;            /* operator; -1 for an update */
-	int shard;         /* shard index of op, replica group for collectives,
-			    * device for an update */
+	int shard;         /* shard index of op (g x ndev + k for shard k in
+			    * round-robin replica g), replica group for
+			    * collectives, device for an update */
 	int mb;            /* micro-batch; -1 for per-iteration tasks */
 	enum sim_task_kind kind;
 };
@@ -90,14 +93,16 @@ struct sim_result {
 	double iter_s;          /* iteration time: the makespan for gpipe and
 				 * 1f1b, the steady-state bottleneck for
 				 * 1f1b-async (sim.c) */
-	double makespan_s;      /* the list schedule of one iteration */
-	double critical_path_s; /* longest dependency chain, resources ignored */
+	double makespan_s;      /* the list schedule of one iteration (of
+				 * all `iters` of them) */
+	double critical_path_s; /* longest dependency chain, resources ignored
+				 * (the same) */
 	double samples_per_s;   /* batch / iter_s */
 	double bubble;          /* 1 - compute busy / (devices used x iter_s) */
 	double compute_busy_s;  /* summed over devices */
 	double busiest_compute_s;
 	int ndev, ndev_used;
-	int64_t ntasks;
+	int64_t ntasks;         /* per iteration, as link_bytes */
 	int64_t link_bytes[3];  /* per iteration, by enum link_class */
 	int64_t peak_mem_bytes; /* the largest of mem[].peak */
 	int peak_dev;
@@ -105,6 +110,11 @@ struct sim_result {
 	const struct sim_mem *mem; /* [ndev], valid until the next sim_run */
 	struct cost_tally costs;   /* one lookup per operator */
 	int ntask_kinds[NTASK_KINDS];
+	/* Iterations simulated: 1, or under 1f1b-async and async-predict
+	 * with round-robin replicas the period of their assignment (sim.c),
+	 * of which busy times, bytes and task counts are the share of one;
+	 * a recorded run holds the tasks of them all. */
+	int iters;
 };
 
 struct sim_work; /* buffers and caches, sim_impl.h */
@@ -149,9 +159,9 @@ double sim_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t b
  * configurations (degrees and devices, not stages) of ops[0..n) changed
  * since, and nothing else; only what those changes touch is laid out and
  * timed again.  The result is the one sim_run() with the last run's
- * optimizer gives, to the bit.  Plans with more than one micro-batch, a
- * recorded last run or a changed stage are simulated in full.  After an
- * error the next call is a full run. */
+ * optimizer gives, to the bit.  Plans with more than one micro-batch or
+ * with round-robin replicas, a recorded last run or a changed stage are
+ * simulated in full.  After an error the next call is a full run. */
 int sim_delta(struct sim *s, const struct plan *pl, const int *ops, int n,
 	      struct sim_result *r);
 

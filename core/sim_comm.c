@@ -6,9 +6,9 @@
  *
  * Parameters are indexed by the output channel (SOAP's parameter dim), so
  * an op's c degree shards them and its other degrees replicate them: the
- * r shards with the same c index form a replica group that all-reduces B
- * bytes of gradients.  Ring all-reduce (Patarasuk and
- * Yuan 2009; NCCL's ring) costs
+ * r shards with the same c index, in every round-robin replica of the
+ * stage, form a replica group that all-reduces B bytes of gradients.
+ * Ring all-reduce (Patarasuk and Yuan 2009; NCCL's ring) costs
  *     2 (r - 1) / r x B / bw + 2 (r - 1) x latency,
  * a reduce-scatter and an all-gather of r - 1 steps each.  When the group
  * spans N > 1 nodes with at most q members on one node, it is hierarchical
@@ -199,7 +199,9 @@ int sim_layout_op_groups(struct sim *s, const struct plan *pl, int i)
 {
 	struct sim_work *w = s->w;
 	const struct plan_op *po = &pl->ops[i];
-	int dc = po->degree[DIM_C], r = po->ndev / dc;
+	/* the shards of every round-robin replica of the stage */
+	int nd = po->ndev, nsh = nd * w->op_r[i];
+	int dc = po->degree[DIM_C], r = nsh / dc;
 	int inner = po->degree[DIM_H] * po->degree[DIM_W] * po->degree[DIM_L];
 	int base = w->shard_base[i], st = AP_OK;
 
@@ -208,7 +210,7 @@ int sim_layout_op_groups(struct sim *s, const struct plan *pl, int i)
 	if (w->shard_params[base] == 0)
 		return AP_OK;
 	if (RESERVE(w, grp, w->ngrp + dc) ||
-	    RESERVE(w, grp_mem, w->ngrp_mem + po->ndev) || RESERVE(w, scratch, r))
+	    RESERVE(w, grp_mem, w->ngrp_mem + nsh) || RESERVE(w, scratch, r))
 		return AP_EFAIL;
 	for (int ci = 0; ci < dc && !st; ci++) {
 		struct sim_group *gr = &w->grp[w->ngrp++];
@@ -217,11 +219,12 @@ int sim_layout_op_groups(struct sim *s, const struct plan *pl, int i)
 		gr->cidx = ci;
 		gr->mem_ofs = w->ngrp_mem;
 		gr->nmem = 0;
-		for (int k = 0; k < po->ndev; k++)
-			if ((k / inner) % dc == ci) {
-				w->scratch[gr->nmem++] = w->shard_dev[base + k];
-				w->grp_mem[w->ngrp_mem++] = base + k;
-			}
+		for (int g0 = 0; g0 < nsh; g0 += nd)
+			for (int k = 0; k < nd; k++)
+				if ((k / inner) % dc == ci) {
+					w->scratch[gr->nmem++] = w->shard_dev[base + g0 + k];
+					w->grp_mem[w->ngrp_mem++] = base + g0 + k;
+				}
 		gr->coll_ofs = w->ncoll;
 		if (r > 1) {
 			int sorted = 1;

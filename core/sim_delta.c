@@ -42,8 +42,8 @@
  * change, not of the earlier of the two.
  *
  * Delta runs need one micro-batch (FlexFlow's setting: no pipelining),
- * no task recording and an unchanged stage per op; otherwise sim_delta()
- * is a full sim_run().
+ * no round-robin replicas, no task recording and an unchanged stage per
+ * op; otherwise sim_delta() is a full sim_run().
  */
 #include "sim_impl.h"
 
@@ -74,7 +74,7 @@ void sim_delta_base(struct sim *s)
 	w->grown = 0;
 	w->undo = UNDO_NONE;
 	w->npend = 0;
-	w->delta_ready = w->m == 1 && !w->record && !RESERVE(w, op_stage, nops);
+	w->delta_ready = w->m == 1 && !w->rr && !w->record && !RESERVE(w, op_stage, nops);
 	for (int si = 0; si < w->nstages && w->delta_ready; si++)
 		for (int k = w->stage_ops_ofs[si]; k < w->stage_ops_ofs[si + 1]; k++)
 			w->op_stage[w->stage_ops[k]] = si;
@@ -510,7 +510,7 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 	const struct sim_work *w = s->w;
 
 	if (!w->delta_ready || pl->microbatches != 1 || plan_mixed_microbatches(pl) ||
-	    w->grown > 24 * w->live ||
+	    plan_round_robin(pl) || w->grown > 24 * w->live ||
 	    pl->nstages != w->nstages)
 		return 0;
 	/* the stage of a changed op must stay: the order of steps depends

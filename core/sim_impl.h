@@ -66,6 +66,8 @@ struct sim_xfer {
 	int no_grad;       /* the producer is an input: no gradient to send */
 	int64_t lo[NDIMS], hi[NDIMS]; /* the region, for sharing */
 	int next_same;     /* next of the same producer shard and dst, -1 */
+	int rper, rphase;  /* round-robin replicas: it carries micro-batch j
+			    * when j % rper == rphase (1, 0 without) */
 };
 
 /* What consumer index i of a dim needs of its input, [a, b), and the
@@ -91,7 +93,7 @@ struct sim_coll {
 };
 
 /* The replicas of one parameter shard: the shards of an op with the same
- * c index. */
+ * c index, in every round-robin replica of its stage. */
 struct sim_group {
 	int op, cidx;
 	int mem_ofs, nmem;   /* member shards (gs) in grp_mem */
@@ -133,11 +135,23 @@ struct sim_work {
 	int ndev, nres, res_intra, res_nic;
 
 	/* Fixed by one plan (sim_layout.c). */
-	int m;                           /* micro-batches: the most of any
-					  * stage */
+	int m;                           /* micro-batches simulated: the most
+					  * of any stage (or the period of
+					  * round-robin replicas) */
 	int mixed;                       /* stages of different counts */
 	ARRAY(int, stage_m);             /* [nstages]: each stage's count */
 	ARRAY(int, op_m);                /* [nops]: that of each op's stage */
+	/* Round-robin replicas (sim_layout.c): an op of a stage of r
+	 * replicas has r x its plan's shards, replica g's at shard_base +
+	 * g x ndev, and micro-batch j runs replica j % r.  Under the
+	 * asynchronous schedules m is then the period of the assignment, a
+	 * multiple of the schedule's count, and nper its iterations. */
+	int rr;                          /* some stage has replicas */
+	int nper;                        /* iterations simulated (1 unless rr) */
+	int rsync;                       /* 1f1b-async: a stage of replicas
+					  * syncs every round of them */
+	ARRAY(int, op_r);                /* [nops]: replicas of each op's stage */
+	ARRAY(int, dev_upd);             /* [ndev]: updates in the run (rr) */
 	int nstages, depth_max;
 	ARRAY(int, stage_pos);           /* stage id -> index in plan->stages */
 	ARRAY(int, stage_depth);         /* longest path from a source stage */

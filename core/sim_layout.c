@@ -186,6 +186,106 @@ static int layout_stages(struct sim *s, const struct plan *pl)
 	return AP_OK;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* The period of round-robin replicas an asynchronous schedule simulates:
+ * at most this many iterations, and micro-batches. */
+#define RR_MAX_ITERS 64
+#define RR_MAX_MB 4096
+
+/* Round-robin replicas (plan.h).  Micro-batch j of a stage of r replicas
+ * runs whole on replica j % r.  A synchronous schedule runs its m
+ * micro-batches and flushes, so it is simulated as it comes, a replica
+ * with one more micro-batch than another when r does not divide m.  An
+ * asynchronous one streams micro-batches across iterations, so the
+ * replica of an iteration's micro-batch rotates from one iteration to
+ * the next, and one iteration alone is not its steady state: it is
+ * simulated over the period of the assignment, P = lcm(m, r_1, ..., r_S)
+ * micro-batches, P / m iterations each with its all-reduces and
+ * updates, of which sim.c reports the share of one.  Under 1f1b-async
+ * the replicas of a stage run data parallel among themselves, as
+ * PipeDream's do: they all-reduce and update after every round of r
+ * micro-batches (docs/plan-format.md), P / r times in the period. */
+static int layout_replicas(struct sim *s, const struct plan *pl)
+{
+	struct sim_work *w = s->w;
+	int64_t P = pl->microbatches;
+
+	if (RESERVE(w, op_r, s->g->nops))
+		return AP_EFAIL;
+	w->rr = w->rsync = 0;
+	w->nper = 1;
+	for (int k = 0; k < w->nstages; k++) {
+		const struct plan_stage *ps = &pl->stages[k];
+		int r = plan_stage_replicas(pl, k);
+
+		if (r == 1)
+			continue;
+		if (ps->ndev % r)
+			return ap_err(AP_EINPUT, "plan", 0,
+				      "stages[%d].replicas: expected a divisor of the stage's %d devices, got %d",
+				      k, ps->ndev, r);
+		for (int d = 0; d < ps->ndev; d++)
+			if (ps->devices[d] < 0 || ps->devices[d] >= w->ndev)
+				return ap_err(AP_EINPUT, "plan", 0,
+					      "stages[%d].devices[%d]: device %d does not exist (expected 0..%d)",
+					      k, d, ps->devices[d], w->ndev - 1);
+		w->rr = 1;
+		if (P <= (int64_t)RR_MAX_ITERS * RR_MAX_MB)
+			P = P / gcd64(P, r) * r;
+	}
+	for (int i = 0; i < s->g->nops; i++)
+		w->op_r[i] = w->rr ? plan_stage_replicas(pl, w->stage_pos[pl->ops[i].stage]) : 1;
+	if (!w->rr)
+		return AP_OK;
+	if (w->mixed)
+		return ap_err(AP_EINPUT, "plan", 0,
+			      "stages: round-robin replicas need every stage to run the schedule's %d micro-batches",
+			      pl->microbatches);
+	if (!sched_async(pl->sched))
+		return AP_OK;
+	if (P > pl->microbatches && (P / pl->microbatches > RR_MAX_ITERS || P > RR_MAX_MB))
+		return ap_err(AP_EINPUT, "plan", 0,
+			      "stages: under %s the stages' round-robin replicas take %lld micro-batches to come round to their first assignment (the least common multiple of their counts and the %d micro-batches); expected at most %d micro-batches and %d iterations",
+			      sched_name(pl->sched), (long long)P, pl->microbatches, RR_MAX_MB,
+			      RR_MAX_ITERS);
+	w->m = (int)P;
+	w->nper = (int)(P / pl->microbatches);
+	w->rsync = pl->sched == SCHED_1F1B_ASYNC;
+	return AP_OK;
+}
+
+/* How many optimizer updates each device runs: one per iteration, and
+ * under 1f1b-async one per round on the devices of a stage of replicas. */
+static int layout_updates(struct sim *s, const struct plan *pl)
+{
+	struct sim_work *w = s->w;
+
+	if (!w->rr)
+		return AP_OK;
+	if (RESERVE(w, dev_upd, w->ndev))
+		return AP_EFAIL;
+	for (int d = 0; d < w->ndev; d++)
+		w->dev_upd[d] = w->nper;
+	for (int k = 0; k < w->nstages && w->rsync; k++) {
+		const struct plan_stage *ps = &pl->stages[k];
+		int r = plan_stage_replicas(pl, k);
+
+		for (int d = 0; d < ps->ndev && r > 1; d++)
+			w->dev_upd[ps->devices[d]] = w->m / r;
+	}
+	return AP_OK;
+}
+
 /* Each stage's micro-batch count and each op's.  Counts of stages joined
  * by `next` divide one another: what passes between them is re-batched,
  * r micro-batches of the finer side to one of the coarser (resends() of
@@ -216,7 +316,7 @@ static int layout_counts(struct sim *s, const struct plan *pl)
 		}
 	for (int i = 0; i < s->g->nops; i++)
 		w->op_m[i] = w->stage_m[w->stage_pos[pl->ops[i].stage]];
-	return AP_OK;
+	return layout_replicas(s, pl);
 }
 
 /* --- CSR lists from (key, value) pairs ------------------------------------ */
@@ -292,6 +392,32 @@ static void cuts(int64_t sz, int D, int64_t *cut)
 		cut[i] = i * sz / D;
 }
 
+/* The shards of op i in replicas 1.. of its stage, after replica 0's:
+ * the same regions, on the devices at the same places of their groups. */
+static int replica_shards(struct sim *s, const struct plan *pl, int i)
+{
+	struct sim_work *w = s->w;
+	int nd = pl->ops[i].ndev, base = w->shard_base[i], sidx = w->stage_pos[pl->ops[i].stage];
+
+	for (int g = 1; g < w->op_r[i]; g++)
+		for (int k = 0; k < nd; k++) {
+			int g0 = base + k, gs = base + g * nd + k;
+			int dev = plan_replica_device(pl, sidx, w->shard_dev[g0], g);
+
+			if (dev < 0)
+				return ap_err(AP_EINPUT, "plan", 0,
+					      "ops.%s.devices[%d]: device %d is not a device of replica 0 of stage %d",
+					      s->g->ops[i].name, k, w->shard_dev[g0], pl->ops[i].stage);
+			memcpy(LO(w, gs), LO(w, g0), NDIMS * sizeof *LO(w, gs));
+			memcpy(HI(w, gs), HI(w, g0), NDIMS * sizeof *HI(w, gs));
+			w->shard_dev[gs] = dev;
+			w->shard_op[gs] = i;
+			w->act_bytes[gs] = w->act_bytes[g0];
+			w->shard_params[gs] = w->shard_params[g0];
+		}
+	return AP_OK;
+}
+
 int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i)
 {
 	const struct graph *g = s->g;
@@ -324,7 +450,7 @@ int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i)
 		w->shard_params[gs] = pb;
 		gs++;
 	} while (next_coord(idx, NULL, po->degree));
-	return AP_OK;
+	return w->op_r[i] > 1 ? replica_shards(s, pl, i) : AP_OK;
 }
 
 int sim_reserve_shards(struct sim_work *w, int n)
@@ -346,7 +472,7 @@ static int layout_shards(struct sim *s, const struct plan *pl)
 		return AP_EFAIL;
 	for (int i = 0; i < g->nops; i++) {
 		w->shard_base[i] = n;
-		n += pl->ops[i].ndev;
+		n += pl->ops[i].ndev * w->op_r[i];
 		w->shard_end[i] = n;
 	}
 	w->shard_base[g->nops] = n;
@@ -367,7 +493,7 @@ static int layout_shards(struct sim *s, const struct plan *pl)
  * the search for a sharer looks only at transfers to the same device. */
 static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 		     const int64_t *lo, const int64_t *hi, int64_t bytes,
-		     int no_grad, int pieces, int *out)
+		     int no_grad, int pieces, int rper, int rphase, int *out)
 {
 	struct sim_work *w = s->w;
 	int dst = w->shard_dev[gc];
@@ -378,7 +504,7 @@ static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 
 	for (int t = w->xhead[hk]; t >= 0; t = w->xf[t].next_same) {
 		x = &w->xf[t];
-		if (x->stage == stage &&
+		if (x->stage == stage && x->rper == rper && x->rphase == rphase &&
 		    !memcmp(x->lo, lo, sizeof x->lo) && !memcmp(x->hi, hi, sizeof x->hi)) {
 			*out = t;
 			return AP_OK;
@@ -395,6 +521,8 @@ static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 	x->emit_op = c;
 	x->stage = stage;
 	x->no_grad = no_grad;
+	x->rper = rper;
+	x->rphase = rphase;
 	x->bytes = bytes;
 	x->cls = cluster_link_class(s->c, x->src, dst);
 	ln = cluster_link(s->c, x->src, dst);
@@ -412,6 +540,24 @@ static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 	return AP_OK;
 }
 
+/* The micro-batches in which replica gp of a producer's stage of rp
+ * replicas feeds replica gc of a consumer's of rc: those with j % rp ==
+ * gp and j % rc == gc, that is j % lcm(rp, rc) == rr[1], rr[0] being the
+ * lcm; none (0) when gp and gc differ modulo gcd(rp, rc). */
+static int replica_pair(int rp, int gp, int rc, int gc, int rr[2])
+{
+	if (rp == 1 && rc == 1) {
+		rr[0] = 1;
+		rr[1] = 0;
+		return 1;
+	}
+	rr[0] = (int)(rp / gcd64(rp, rc) * rc);
+	for (rr[1] = gc; rr[1] < rr[0]; rr[1] += rc)
+		if (rr[1] % rp == gp)
+			return 1;
+	return 0;
+}
+
 /* A local source: the producer shard gp feeds gc's forward, gc feeds
  * gp's backward (unless gp is an input, which has no gradient). */
 static int add_local(struct sim_work *w, int gp, int gc, int no_grad, int np[2])
@@ -423,61 +569,37 @@ static int add_local(struct sim_work *w, int gp, int gc, int no_grad, int np[2])
 	return st;
 }
 
-/* Consumer op c reading producer op p as its input k.  Per dim of the
- * tensor, a consumer index ci (0 for a dim it needs whole) needs
- * [span.a, span.b) and meets the producer shards span.first..last-1;
- * every producer shard overlapping what a consumer shard needs becomes a
- * source of its forward and, in reverse, the consumer a source of the
- * producer's backward, through a transfer when their devices differ. */
-static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
-		   int np[2])
+/* What connect() knows of an edge from producer op p to consumer op c
+ * of stage index `stage`, for the shard pairs of each pair of their
+ * replicas. */
+struct edge {
+	int p, c, stage, no_grad;
+	int mp, me;              /* the producer's micro-batches, the finer's */
+	int64_t mb_n;            /* samples of the finer's micro-batch */
+	int fol[NDIMS], ofs[NDIMS]; /* dims the consumer splits; their spans */
+	int pieces;              /* received pieces a consumer keeps, or 0 */
+	int rr[2];               /* sim_xfer.rper, rphase */
+};
+
+/* The sources between the shards of producer replica at pbase and those
+ * of consumer replica at gc (connect(), into which it is inlined: the
+ * layout's hot loop, its edge then in registers). */
+static inline __attribute__((always_inline)) int
+connect_shards(struct sim *s, const struct plan *pl, const struct edge *ed, int pbase, int gc,
+	       int np[2])
 {
 	struct sim_work *w = s->w;
-	const struct shape *t = &s->g->ops[p].out;
-	const int *dc = pl->ops[c].degree, *dp = pl->ops[p].degree;
-	int stage = w->stage_pos[pl->ops[c].stage];
-	/* between stages of different counts, a micro-batch of the finer */
-	int mc = w->stage_m[stage], mp = w->op_m[p];
-	int me = mc > mp ? mc : mp;
-	int64_t mb_n = s->g->batch / me, lo[NDIMS], hi[NDIMS], pn[2];
-	int no_grad = s->g->ops[p].kind == OP_INPUT;
-	int fol[NDIMS], ofs[NDIMS], ci[NDIMS] = { 0 }, n = 0, gc;
+	const struct shape *t = &s->g->ops[ed->p].out;
+	const int *dc = pl->ops[ed->c].degree, *dp = pl->ops[ed->p].degree;
+	int64_t lo[NDIMS], hi[NDIMS], pn[2];
+	int ci[NDIMS] = { 0 };
 
-	for (int d = 0; d < NDIMS; d++) {
-		fol[d] = shape_dim(t, d) >= 0 && op_input_varies(&s->g->ops[c], k, d);
-		ofs[d] = n;
-		n += fol[d] ? dc[d] : 1;
-	}
-	if (RESERVE(w, span, n))
-		return AP_EFAIL;
-	for (int d = 0; d < NDIMS; d++) {
-		int64_t sz = shape_extent(t, d, mb_n);
-		int64_t osz = shape_extent(&s->g->ops[c].out, d, mb_n);
-		int nd = fol[d] ? dc[d] : 1;
-
-		for (int i = 0; i < nd; i++) {
-			struct sim_span *sp = &w->span[ofs[d] + i];
-
-			sp->a = 0;
-			sp->b = sz;
-			if (fol[d])
-				op_input_need(s->g, &s->g->ops[c], k, d, i, nd, i * osz / nd,
-					      (i + 1) * osz / nd, sz, &sp->a, &sp->b);
-			/* the producer shards whose [j*S/D, (j+1)*S/D) can meet
-			 * [a, b) */
-			sp->first = (int)(sp->a * dp[d] / sz);
-			sp->last = (int)((sp->b * dp[d] + sz - 1) / sz);
-			if (sp->last > dp[d])
-				sp->last = dp[d];
-		}
-	}
-	gc = w->shard_base[c];
 	do {
 		const struct sim_span *sp[NDIMS];
 		int first[NDIMS], last[NDIMS], pi[NDIMS], empty = 0;
 
 		for (int d = 0; d < NDIMS; d++) {
-			sp[d] = &w->span[ofs[d] + (fol[d] ? ci[d] : 0)];
+			sp[d] = &w->span[ed->ofs[d] + (ed->fol[d] ? ci[d] : 0)];
 			pi[d] = first[d] = sp[d]->first;
 			last[d] = sp[d]->last;
 			empty |= first[d] >= last[d];
@@ -491,13 +613,13 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 				break;
 			for (int d = 0; d < NDIMS; d++)
 				kp = kp * dp[d] + pi[d];
-			gp = w->shard_base[p] + kp;
+			gp = pbase + kp;
 			plo = LO(w, gp);
 			phi = HI(w, gp);
-			if (mp != me) {
+			if (ed->mp != ed->me) {
 				/* a coarser producer's part of each finer
 				 * micro-batch: its shard's region there */
-				int64_t sz = shape_extent(t, DIM_N, mb_n);
+				int64_t sz = shape_extent(t, DIM_N, ed->mb_n);
 
 				pn[0] = pi[DIM_N] * sz / dp[DIM_N];
 				pn[1] = (pi[DIM_N] + 1) * sz / dp[DIM_N];
@@ -516,16 +638,17 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 			if (vol <= 0)
 				continue;
 			if (w->shard_dev[gp] == w->shard_dev[gc]) {
-				st = add_local(w, gp, gc, no_grad, np);
+				st = add_local(w, gp, gc, ed->no_grad, np);
 			} else {
 				int x;
 
-				st = find_xfer(s, gp, gc, c, stage, lo, hi,
-					       vol * BYTES_PER_ELEM, no_grad, me / mc, &x);
+				st = find_xfer(s, gp, gc, ed->c, ed->stage, lo, hi,
+					       vol * BYTES_PER_ELEM, ed->no_grad, ed->pieces,
+					       ed->rr[0], ed->rr[1], &x);
 				if (!st)
 					st = add_pair(&w->pairs, &w->cap_pairs, &np[0], gc,
 						      SRC_XFER(x));
-				if (!st && !no_grad)
+				if (!st && !ed->no_grad)
 					st = add_pair(&w->bpairs, &w->cap_bpairs, &np[1],
 						      gp, SRC_XFER(x));
 			}
@@ -535,6 +658,76 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 		gc++;
 	} while (next_coord(ci, NULL, dc));
 	return AP_OK;
+}
+
+/* Consumer op c reading producer op p as its input k.  Per dim of the
+ * tensor, a consumer index ci (0 for a dim it needs whole) needs
+ * [span.a, span.b) and meets the producer shards span.first..last-1;
+ * every producer shard overlapping what a consumer shard needs becomes a
+ * source of its forward and, in reverse, the consumer a source of the
+ * producer's backward, through a transfer when their devices differ.
+ * With round-robin replicas, so does every pair of a producer replica and
+ * a consumer replica that meet in some micro-batch (sim_xfer.rper); the
+ * sources of the others are never run in a micro-batch that reads them
+ * (sim_sched.c). */
+static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
+		   int np[2])
+{
+	struct sim_work *w = s->w;
+	const struct shape *t = &s->g->ops[p].out;
+	const int *dc = pl->ops[c].degree, *dp = pl->ops[p].degree;
+	int rp = w->op_r[p], rc = w->op_r[c], n = 0, st = AP_OK, mc;
+	struct edge ed;
+
+	ed.p = p;
+	ed.c = c;
+	ed.stage = w->stage_pos[pl->ops[c].stage];
+	ed.no_grad = s->g->ops[p].kind == OP_INPUT;
+	/* between stages of different counts, a micro-batch of the finer */
+	ed.mp = w->op_m[p];
+	mc = w->stage_m[ed.stage];
+	ed.me = mc > ed.mp ? mc : ed.mp;
+	ed.mb_n = s->g->batch / ed.me;
+	for (int d = 0; d < NDIMS; d++) {
+		ed.fol[d] = shape_dim(t, d) >= 0 && op_input_varies(&s->g->ops[c], k, d);
+		ed.ofs[d] = n;
+		n += ed.fol[d] ? dc[d] : 1;
+	}
+	if (RESERVE(w, span, n))
+		return AP_EFAIL;
+	for (int d = 0; d < NDIMS; d++) {
+		int64_t sz = shape_extent(t, d, ed.mb_n);
+		int64_t osz = shape_extent(&s->g->ops[c].out, d, ed.mb_n);
+		int nd = ed.fol[d] ? dc[d] : 1;
+
+		for (int i = 0; i < nd; i++) {
+			struct sim_span *sp = &w->span[ed.ofs[d] + i];
+
+			sp->a = 0;
+			sp->b = sz;
+			if (ed.fol[d])
+				op_input_need(s->g, &s->g->ops[c], k, d, i, nd, i * osz / nd,
+					      (i + 1) * osz / nd, sz, &sp->a, &sp->b);
+			/* the producer shards whose [j*S/D, (j+1)*S/D) can meet
+			 * [a, b) */
+			sp->first = (int)(sp->a * dp[d] / sz);
+			sp->last = (int)((sp->b * dp[d] + sz - 1) / sz);
+			if (sp->last > dp[d])
+				sp->last = dp[d];
+		}
+	}
+	/* a consumer replica keeps what it receives once: counted with
+	 * producer replica gc % rp, one of those it meets */
+	for (int pair = 0; pair < rp * rc && !st; pair++) {
+		int gp = pair % rp, gc = pair / rp;
+
+		if (!replica_pair(rp, gp, rc, gc, ed.rr))
+			continue;
+		ed.pieces = gp == gc % rp ? ed.me / mc : 0;
+		st = connect_shards(s, pl, &ed, w->shard_base[p] + gp * pl->ops[p].ndev,
+				    w->shard_base[c] + gc * pl->ops[c].ndev, np);
+	}
+	return st;
 }
 
 /* The xhead[] slot of transfer t of producer p: its shard and destination. */
@@ -547,7 +740,7 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
 			const int *keep, int nkeep, int np[2])
 {
 	struct sim_work *w = s->w;
-	size_t nh = (size_t)pl->ops[p].ndev * w->ndev;
+	size_t nh = (size_t)(w->shard_end[p] - w->shard_base[p]) * w->ndev;
 	int st = AP_OK, x0 = w->nxf;
 
 	/* xhead[] is all -1 between producers: only the entries this one
@@ -713,5 +906,7 @@ int sim_layout(struct sim *s, const struct plan *pl)
 		st = sim_layout_groups(s, pl);
 	if (!st)
 		st = layout_items(s, pl);
+	if (!st)
+		st = layout_updates(s, pl);
 	return st;
 }

@@ -129,14 +129,15 @@ static int reserve_times(struct sim_work *w)
  * inlined into step() so that the direction, whether the run records and
  * whether it is lean (no critical path, no busy time: sim_opts) are
  * constants (a recording call in the loop would spill its registers).
+ * The shards are a..b-1: all of op's, or one round-robin replica's.
  * src[] lists each shard's sources (CSR at ofs, end), indices into the
  * direction's block own[].  A backward also waits for the shard's own
  * forward, in fwd[]; a forward keeps its activations on the device, a
  * backward frees them. */
 static inline __attribute__((always_inline)) int
-compute(struct sim_work *w, int op, int j, int bwd, int rec, int lean, double dur,
-	const int *ofs, const int *end, const int *src, double *own, double *own_cp,
-	const double *fwd, const double *fwd_cp)
+compute(struct sim_work *w, int op, int a, int b, int j, int bwd, int rec, int lean,
+	double dur, const int *ofs, const int *end, const int *src, double *own,
+	double *own_cp, const double *fwd, const double *fwd_cp)
 {
 	/* the arrays in locals: the stores below could alias w's fields */
 	double *res_free = w->res_free, *res_busy = w->res_busy;
@@ -145,7 +146,7 @@ compute(struct sim_work *w, int op, int j, int bwd, int rec, int lean, double du
 	const int64_t *act_bytes = w->act_bytes;
 	int64_t *act_cur = w->act_cur;
 	struct sim_mem *mem = w->mem;
-	int a = w->shard_base[op], b = w->shard_end[op], st = AP_OK;
+	int st = AP_OK;
 	enum sim_task_kind kind = bwd ? TASK_BWD : TASK_FWD;
 
 	for (int gs = a; gs < b; gs++) {
@@ -175,7 +176,7 @@ compute(struct sim_work *w, int op, int j, int bwd, int rec, int lean, double du
 			act_cur[dev] -= act_bytes[gs];
 		}
 		if (rec && !st)
-			st = record(w, kind, dev, op, gs - a, j, t, dur, 0);
+			st = record(w, kind, dev, op, gs - w->shard_base[op], j, t, dur, 0);
 	}
 	w->max_cp = max_cp;
 	count(w, kind, b - a);
@@ -189,9 +190,12 @@ compute(struct sim_work *w, int op, int j, int bwd, int rec, int lean, double du
  * too.  Second only to compute() in a run, so the usual case, one or two
  * resources and no recording, is inline: the same arithmetic as occupy()
  * in the same order, a link's busy time only when it is read, and the
- * bytes moved the op's sums (op_xbytes). */
+ * bytes moved the op's sums (op_xbytes).  With round-robin replicas (rr)
+ * the lists hold the transfers of every pair of replicas, and only those
+ * micro-batch j runs on are sent. */
 static inline __attribute__((always_inline)) int
-sends(struct sim_work *w, int op, int bwd, int rec, int lean, double *t, double *tc, int j)
+sends(struct sim_work *w, int op, int bwd, int rec, int lean, int rr, double *t, double *tc,
+      int j)
 {
 	const int *list = bwd ? w->xfb : w->xff;
 	int a = bwd ? w->xfb_ofs[op] : w->xff_ofs[op], b = bwd ? w->xfb_end[op] : w->xff_end[op];
@@ -199,17 +203,28 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, double *t, double 
 	const int64_t *bytes = w->op_xbytes + (size_t)op * 6 + 3 * bwd;
 	const struct sim_xsched *xs = w->xs;
 	enum sim_task_kind kind = bwd ? TASK_SEND_GRAD : TASK_SEND_ACT;
-	int st = AP_OK, busy_links = w->busy_links;
+	int st = AP_OK, busy_links = w->busy_links, n = b - a;
 
-	for (int c = 0; c < 3; c++)
+	for (int c = 0; c < 3 && !rr; c++)
 		w->link_bytes[c] += bytes[c];
 
 	for (int e = a; e < b; e++) {
 		const struct sim_xsched *x = &xs[list[e]];
 		const int *res = bwd ? x->rres : x->res;
 		int from = bwd ? x->cons : x->prod, out = SRC_XFER(list[e]);
-		double dur = x->dur_s, start = dmax(t[from], res_free[res[0]]);
+		double dur = x->dur_s, start;
 
+		if (rr) {
+			/* only between the replicas micro-batch j runs on */
+			const struct sim_xfer *f = &w->xf[list[e]];
+
+			if (j % f->rper != f->rphase) {
+				n--;
+				continue;
+			}
+			w->link_bytes[f->cls] += f->bytes;
+		}
+		start = dmax(t[from], res_free[res[0]]);
 		if (res[1] >= 0)
 			start = dmax(start, res_free[res[1]]);
 		res_free[res[0]] = start + dur;
@@ -233,7 +248,7 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, double *t, double 
 		}
 	}
 	w->max_cp = max_cp;
-	count(w, kind, b - a);
+	count(w, kind, n);
 	return st;
 }
 
@@ -282,10 +297,35 @@ static int resends(struct sim_work *w, int op, int bwd, int j)
 	return st;
 }
 
-/* The gradient all-reduces of op, after its last micro-batch's backward:
- * each group waits for all its members, runs its tasks in turn, and makes
- * the gradients of its devices ready for their update. */
-static int allreduce(struct sim *s, int op, int last)
+/* When the n member shards mem[] of a group of op, of a stage of
+ * round-robin replicas, have the gradients of the `span` micro-batches
+ * that end with micro-batch `last` (an iteration's, or a round's): each
+ * at its replica's last backward of them (none when its replica runs
+ * none of them). */
+static struct tend replica_ready(const struct sim_work *w, int op, const int *mem, int n,
+				 int last, int span)
+{
+	int r = w->op_r[op], base = w->shard_base[op];
+	int nd = (w->shard_end[op] - base) / r, first = last - span + 1;
+	struct tend ready = { 0, 0 };
+
+	for (int k = 0; k < n; k++) {
+		int g = (mem[k] - base) / nd, j = last - ((last - g) % r + r) % r;
+
+		if (j < first)
+			continue;
+		ready.end = dmax(ready.end, sim_times(w, 1, j)[mem[k]]);
+		if (!w->lean)
+			ready.cp = dmax(ready.cp, sim_cps(w, 1, j)[mem[k]]);
+	}
+	return ready;
+}
+
+/* The gradient all-reduces of op, after the backward of the last of the
+ * `span` micro-batches they sync: each group waits for all its members,
+ * runs its tasks in turn, and makes the gradients of its devices ready
+ * for their update. */
+static int allreduce(struct sim *s, int op, int last, int span)
 {
 	struct sim_work *w = s->w;
 	const double *bt = sim_times(w, 1, last), *btc = sim_cps(w, 1, last);
@@ -297,11 +337,15 @@ static int allreduce(struct sim *s, int op, int last)
 		struct tend ready = { 0, 0 };
 		double start;
 
-		for (int k = 0; k < gr->nmem; k++)
-			ready.end = dmax(ready.end, bt[mem[k]]);
-		if (!w->lean)
+		if (w->op_r[op] > 1) {
+			ready = replica_ready(w, op, mem, gr->nmem, last, span);
+		} else {
 			for (int k = 0; k < gr->nmem; k++)
-				ready.cp = dmax(ready.cp, btc[mem[k]]);
+				ready.end = dmax(ready.end, bt[mem[k]]);
+			if (!w->lean)
+				for (int k = 0; k < gr->nmem; k++)
+					ready.cp = dmax(ready.cp, btc[mem[k]]);
+		}
 		for (int c = gr->coll_ofs; c < gr->coll_ofs + gr->ncoll && !st; c++) {
 			const struct sim_coll *x = &w->coll[c];
 
@@ -325,44 +369,65 @@ static int allreduce(struct sim *s, int op, int last)
 }
 
 /* One step: op's forward (bwd 0) or backward for micro-batch j, its
- * transfers, and after the last micro-batch's backward its all-reduces. */
+ * transfers, and after the last micro-batch's backward its all-reduces.
+ * With round-robin replicas (rr), the shards of replica j % r run, and
+ * the all-reduces follow the last of each m micro-batches of the period,
+ * or of each round of r (sim_layout.c). */
 static inline __attribute__((always_inline)) int
-step(struct sim *s, int op, int j, int bwd, int rec, int lean)
+step(struct sim *s, int op, int j, int bwd, int rec, int lean, int rr)
 {
 	struct sim_work *w = s->w;
 	double *t = sim_times(w, bwd, j), *tc = sim_cps(w, bwd, j);
-	int st;
+	int a = w->shard_base[op], b = w->shard_end[op], span = w->op_m[op], st;
 
+	if (rr) {
+		int nd = (b - a) / w->op_r[op];
+
+		if (w->rsync && w->op_r[op] > 1)
+			span = w->op_r[op];
+		a += j % w->op_r[op] * nd;
+		b = a + nd;
+	}
 	if (!bwd)
-		st = compute(w, op, j, 0, rec, lean, w->cost[op].fwd_s, w->fsrc_ofs,
+		st = compute(w, op, a, b, j, 0, rec, lean, w->cost[op].fwd_s, w->fsrc_ofs,
 			     w->fsrc_end, w->fsrc, t, tc, NULL, NULL);
 	else
-		st = compute(w, op, j, 1, rec, lean, w->cost[op].bwd_s, w->bsrc_ofs,
+		st = compute(w, op, a, b, j, 1, rec, lean, w->cost[op].bwd_s, w->bsrc_ofs,
 			     w->bsrc_end, w->bsrc, t, tc, sim_times(w, 0, j), sim_cps(w, 0, j));
 	if (!st && !bwd)
-		st = sends(w, op, 0, rec, lean, t, tc, j);
+		st = sends(w, op, 0, rec, lean, rr, t, tc, j);
 	if (!st && bwd)
-		st = sends(w, op, 1, rec, lean, t, tc, j);
+		st = sends(w, op, 1, rec, lean, rr, t, tc, j);
 	if (!st && w->mixed)
 		st = resends(w, op, bwd, j);
-	if (!st && bwd && j == w->op_m[op] - 1)
-		st = allreduce(s, op, j);
+	if (!st && bwd && (rr ? j % span : j) == span - 1)
+		st = allreduce(s, op, j, span);
 	return st;
+}
+
+/* Plans with round-robin replicas, apart: what they add stays out of the
+ * variants below. */
+static __attribute__((noinline)) int run_step_rr(struct sim *s, int op, int j, int bwd)
+{
+	return step(s, op, j, bwd, s->w->record, s->w->lean, 1);
 }
 
 /* step() in its six variants (a recording run is not lean). */
 static int run_step(struct sim *s, int op, int j, int bwd)
 {
+	if (s->w->rr)
+		return run_step_rr(s, op, j, bwd);
 	if (s->w->record)
-		return bwd ? step(s, op, j, 1, 1, 0) : step(s, op, j, 0, 1, 0);
+		return bwd ? step(s, op, j, 1, 1, 0, 0) : step(s, op, j, 0, 1, 0, 0);
 	if (s->w->lean)
-		return bwd ? step(s, op, j, 1, 0, 1) : step(s, op, j, 0, 0, 1);
-	return bwd ? step(s, op, j, 1, 0, 0) : step(s, op, j, 0, 0, 0);
+		return bwd ? step(s, op, j, 1, 0, 1, 0) : step(s, op, j, 0, 0, 1, 0);
+	return bwd ? step(s, op, j, 1, 0, 0, 0) : step(s, op, j, 0, 0, 0, 0);
 }
 
 /* The optimizer step reads weights, gradients and its state and writes
  * weights and state: (3 + 2 x copies) x the parameter bytes, at the
- * device's memory bandwidth (it is a streaming kernel). */
+ * device's memory bandwidth (it is a streaming kernel).  One per
+ * iteration, with round-robin replicas dev_upd of them (sim_layout.c). */
 static int updates(struct sim *s, int copies)
 {
 	struct sim_work *w = s->w;
@@ -375,10 +440,12 @@ static int updates(struct sim *s, int copies)
 			continue;
 		dur = (double)w->mem[d].weights * (3 + 2 * copies) /
 		      s->p->dev.mem_bw_bytes_per_s;
-		occupy(w, &d, 1, 1, 1, 1, w->grad_ready[d], dur, &start);
-		count(w, TASK_UPDATE, 1);
-		if (w->record)
-			st = record(w, TASK_UPDATE, d, -1, d, -1, start, dur, 0);
+		for (int it = 0; it < (w->rr ? w->dev_upd[d] : 1) && !st; it++) {
+			occupy(w, &d, 1, 1, 1, 1, w->grad_ready[d], dur, &start);
+			count(w, TASK_UPDATE, 1);
+			if (w->record)
+				st = record(w, TASK_UPDATE, d, -1, d, -1, start, dur, 0);
+		}
 	}
 	return st;
 }
@@ -419,6 +486,15 @@ int sim_schedule_from(struct sim *s, int opt_copies, int from)
 	} else {
 		reset(w);
 		w->nckpt = 0;
+	}
+	/* With round-robin replicas a task reads the times of sources that
+	 * did not run in its micro-batch (sim_layout.c): zero, never later
+	 * than those that did. */
+	if (w->rr) {
+		size_t n = 2 * (size_t)w->t_m * ((size_t)w->t_xcap + w->t_scap);
+
+		memset(w->tfwd, 0, n * sizeof *w->tfwd);
+		memset(w->tbwd, 0, n * sizeof *w->tbwd);
 	}
 	for (int it = 0; it < w->nitems && !st; it++) {
 		const struct sched_item *x = &w->items[it];
