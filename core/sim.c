@@ -59,8 +59,11 @@
  * it repeats (sim_layout.c), and the busy times, link bytes and task
  * counts reported are its share of one iteration.  Under 1f1b-async the
  * replicas of a stage all-reduce and update after every round of r
- * micro-batches, as PipeDream's replicas do (docs/plan-format.md); every
- * other stage and schedule once an iteration.  A replica has at most
+ * micro-batches, as PipeDream's replicas do (docs/plan-format.md), and
+ * the round's all-reduce holds the replicas' devices: a replica waits for
+ * it before going on, so it counts in their busy time, which PipeDream's
+ * planner adds to the stage's compute as well; every other stage and
+ * schedule once an iteration.  A replica has at most
  * ceil(n / r) of the n consecutive micro-batches in flight on its stage,
  * and stashes weight versions for those.
  */

@@ -346,17 +346,31 @@ static int allreduce(struct sim *s, int op, int last, int span)
 				for (int k = 0; k < gr->nmem; k++)
 					ready.cp = dmax(ready.cp, btc[mem[k]]);
 		}
+		double sync = 0;
+
 		for (int c = gr->coll_ofs; c < gr->coll_ofs + gr->ncoll && !st; c++) {
 			const struct sim_coll *x = &w->coll[c];
 
 			ready = occupy(w, w->coll_res + x->res_ofs, x->nres, x->waits, x->frees,
 				       w->busy_links, ready, x->dur_s, &start);
+			sync += x->dur_s;
 			w->link_bytes[x->cls] += x->bytes;
 			count(w, x->kind, 1);
 			if (w->record)
 				st = record(w, x->kind, w->coll_res[x->res_ofs], op,
 					    gi, -1, start, x->dur_s, x->bytes);
 		}
+		/* PipeDream's replicas run data parallel among themselves: a
+		 * replica's backward waits for its round's all-reduce before
+		 * it goes on, so the all-reduce holds the members' devices
+		 * (busy: the asynchronous iteration is a busy time) */
+		if (w->rsync && w->op_r[op] > 1)
+			for (int k = 0; k < gr->nmem; k++) {
+				int d = w->shard_dev[mem[k]];
+
+				w->res_free[d] = dmax(w->res_free[d], ready.end);
+				w->res_busy[d] += sync;
+			}
 		for (int k = 0; k < gr->nmem; k++) {
 			struct tend *gready = &w->grad_ready[w->shard_dev[mem[k]]];
 

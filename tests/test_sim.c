@@ -1119,6 +1119,21 @@ static void test_rr_async_period(void **state)
 	assert_int_equal(r.ntask_kinds[TASK_ALLREDUCE], 2);
 	assert_int_equal(r.ntask_kinds[TASK_UPDATE], 4);
 	assert_int_equal(r.link_bytes[LINK_INTRA], 2 * 512 + 2 * 2 * 1088);
+	/* links that cost: a round's all-reduce holds its replicas'
+	 * devices (PipeDream's replicas wait for it in their backward),
+	 * two rounds in three iterations */
+	cluster("1x4:v100");
+	rr_plan(8, 2, 3, SCHED_1F1B_ASYNC, 20, 40, 5, 10);
+	run(NULL, &r);
+	{
+		static const int rep[] = { 0, 1, 2 };
+		double ar = sim_allreduce_s(&cl, rep, 3, 1088);
+
+		assert_true(ar > 0);
+		near(r.busiest_compute_s, 40 * US + 2 * u / 3 + 2 * ar / 3);
+		assert_true(r.iter_s >= r.busiest_compute_s);
+	}
+	free_links();
 	/* one replica: a version stashed for the second micro-batch */
 	rr_plan(8, 2, 1, SCHED_1F1B_ASYNC, 20, 40, 5, 10);
 	run(NULL, &r6);
