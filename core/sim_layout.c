@@ -198,8 +198,7 @@ static int64_t gcd64(int64_t a, int64_t b)
 }
 
 /* The period of round-robin replicas an asynchronous schedule simulates:
- * at most this many iterations, and micro-batches. */
-#define RR_MAX_ITERS 64
+ * at most this many micro-batches (what a run costs). */
 #define RR_MAX_MB 4096
 
 /* Round-robin replicas (plan.h).  Micro-batch j of a stage of r replicas
@@ -240,7 +239,7 @@ static int layout_replicas(struct sim *s, const struct plan *pl)
 					      "stages[%d].devices[%d]: device %d does not exist (expected 0..%d)",
 					      k, d, ps->devices[d], w->ndev - 1);
 		w->rr = 1;
-		if (P <= (int64_t)RR_MAX_ITERS * RR_MAX_MB)
+		if (P <= RR_MAX_MB)
 			P = P / gcd64(P, r) * r;
 	}
 	for (int i = 0; i < s->g->nops; i++)
@@ -253,11 +252,10 @@ static int layout_replicas(struct sim *s, const struct plan *pl)
 			      pl->microbatches);
 	if (!sched_async(pl->sched))
 		return AP_OK;
-	if (P > pl->microbatches && (P / pl->microbatches > RR_MAX_ITERS || P > RR_MAX_MB))
+	if (P > pl->microbatches && P > RR_MAX_MB)
 		return ap_err(AP_EINPUT, "plan", 0,
-			      "stages: under %s the stages' round-robin replicas take %lld micro-batches to come round to their first assignment (the least common multiple of their counts and the %d micro-batches); expected at most %d micro-batches and %d iterations",
-			      sched_name(pl->sched), (long long)P, pl->microbatches, RR_MAX_MB,
-			      RR_MAX_ITERS);
+			      "stages: under %s the stages' round-robin replicas take %lld micro-batches to come round to their first assignment (the least common multiple of their counts and the %d micro-batches); expected at most %d",
+			      sched_name(pl->sched), (long long)P, pl->microbatches, RR_MAX_MB);
 	w->m = (int)P;
 	w->nper = (int)(P / pl->microbatches);
 	w->rsync = pl->sched == SCHED_1F1B_ASYNC;

@@ -1204,7 +1204,7 @@ static void test_rr_vs_split(void **state)
 static void test_rr_plain(void **state)
 {
 	struct sim_result a, b;
-	int dev[18];
+	int dev[131];
 
 	(void)state;
 	cluster("1x4:v100");
@@ -1225,21 +1225,22 @@ static void test_rr_plain(void **state)
 		assert_memory_equal(&a.iter_s, &b.iter_s, sizeof a.iter_s);
 		assert_int_equal(a.ntasks, b.ntasks);
 	}
-	/* lcm(5, 13) = 65 micro-batches for one: more than 64 iterations */
-	cluster("1x18:v100");
+	/* lcm(64, 67) = 4288 micro-batches for one: more than the simulator
+	 * runs */
+	cluster("1x131:v100");
 	load("model t\nbatch 8\ninput x c=16\nlinear a x out=16\nrelu b a\nloss l b\n");
-	for (int k = 0; k < 18; k++)
+	for (int k = 0; k < 131; k++)
 		dev[k] = k;
 	assert_int_equal(plan_alloc(&pl, &g, 2), AP_OK);
 	pl.sched = SCHED_1F1B_ASYNC;
-	set_stage(0, dev, 5, 1);
-	set_stage(1, dev + 5, 13, -1);
-	pl.stages[0].replicas = 5;
-	pl.stages[1].replicas = 13;
+	set_stage(0, dev, 64, 1);
+	set_stage(1, dev + 64, 67, -1);
+	pl.stages[0].replicas = 64;
+	pl.stages[1].replicas = 67;
 	set_op("x", 0, 1, 1, dev);
 	set_op("a", 0, 1, 1, dev);
-	set_op("b", 1, 1, 1, dev + 5);
-	set_op("l", 1, 1, 1, dev + 5);
+	set_op("b", 1, 1, 1, dev + 64);
+	set_op("l", 1, 1, 1, dev + 64);
 	put_uniform(1, 2);
 	assert_int_equal(plan_validate(&pl, &g, &cl, "plan"), AP_OK);
 	sim_release(&sim);
@@ -1249,7 +1250,7 @@ static void test_rr_plain(void **state)
 	/* synchronous: one iteration as it comes */
 	pl.sched = SCHED_1F1B;
 	run(NULL, &a);
-	assert_int_equal(a.ntask_kinds[TASK_UPDATE], 5);
+	assert_int_equal(a.ntask_kinds[TASK_UPDATE], 64);
 }
 
 /* Every test starts from an empty graph, plan and profile. */
