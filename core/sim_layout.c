@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "intmath.h"
 
 /* --- checks and stages ---------------------------------------------------- */
 
@@ -186,17 +187,6 @@ static int layout_stages(struct sim *s, const struct plan *pl)
 	return AP_OK;
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b) {
-		int64_t t = a % b;
-
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* The period of round-robin replicas an asynchronous schedule simulates:
  * at most this many micro-batches (what a run costs). */
 #define RR_MAX_MB 4096
@@ -240,7 +230,7 @@ static int layout_replicas(struct sim *s, const struct plan *pl)
 					      k, d, ps->devices[d], w->ndev - 1);
 		w->rr = 1;
 		if (P <= RR_MAX_MB)
-			P = P / gcd64(P, r) * r;
+			P = lcm64(P, r);
 	}
 	for (int i = 0; i < s->g->nops; i++)
 		w->op_r[i] = w->rr ? plan_stage_replicas(pl, w->stage_pos[pl->ops[i].stage]) : 1;
@@ -549,7 +539,7 @@ static int replica_pair(int rp, int gp, int rc, int gc, int rr[2])
 		rr[1] = 0;
 		return 1;
 	}
-	rr[0] = (int)(rp / gcd64(rp, rc) * rc);
+	rr[0] = (int)lcm64(rp, rc);
 	for (rr[1] = gc; rr[1] < rr[0]; rr[1] += rc)
 		if (rr[1] % rp == gp)
 			return 1;

@@ -125,6 +125,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "intmath.h"
 #include "planner.h"
 #include "sim.h"
 
@@ -180,22 +181,6 @@ static size_t at(const struct pd *pd, int j, int a, int b)
 	size_t n1 = (size_t)pd->n + 1;
 
 	return ((size_t)j * n1 + (size_t)a) * n1 + (size_t)b;
-}
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b) {
-		int64_t t = a % b;
-
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
-static int64_t lcm64(int64_t a, int64_t b)
-{
-	return a / gcd64(a, b) * b;
 }
 
 /* --- units ---------------------------------------------------------------- */

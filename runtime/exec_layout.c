@@ -22,6 +22,7 @@
 
 #include "err.h"
 #include "grow.h"
+#include "intmath.h"
 #include "params.h"
 #include "profiler.h"
 
@@ -384,17 +385,6 @@ static int link_xfer(struct exec *e, int c, int crank, int gc, int rc, struct sr
 	return AP_OK;
 }
 
-static int gcd(int a, int b)
-{
-	while (b) {
-		int t = a % b;
-
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* Every piece of input kk of every shard of op c: local sources and
  * transfers, recorded where this rank takes part.  With round-robin
  * replicas, for every replica gc of the consumer the pieces of every
@@ -405,7 +395,7 @@ static int connect(struct exec *e, int c, int kk)
 	const struct plan_op *pc = &e->p->ops[c];
 	int pi = e->g->ops[c].in[kk], me = e->t->rank;
 	const struct plan_op *pp = &e->p->ops[pi];
-	int rc = op_replicas(e->p, c), rp = op_replicas(e->p, pi), gg = gcd(rc, rp);
+	int rc = op_replicas(e->p, c), rp = op_replicas(e->p, pi), gg = (int)gcd64(rc, rp);
 
 	for (int k = 0; k < pc->ndev; k++) {
 		struct region need;

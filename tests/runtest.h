@@ -64,48 +64,6 @@ static inline void rt_check_plan(const char *plan, const char *what)
 	(void)rt_check_plan_or(plan, what, NULL);
 }
 
-/* A pipeline of `nstages` stages in graph order (about the same number
- * of ops each), stage s on devices s*rep .. s*rep+rep-1 with the ops
- * split rep ways along n, under schedule `sched` with m micro-batches. */
-static inline void rt_pipeline_plan(const char *model, int64_t batch, const char *cluster,
-				    int nstages, int rep, enum sched_kind sched, int m,
-				    const char *path)
-{
-	struct graph g;
-	struct plan p;
-	int dev[16];
-
-	graph_init(&g);
-	plan_init(&p);
-	assert_int_equal(model_load(model, batch, &g), 0);
-	assert_int_equal(plan_alloc(&p, &g, nstages), 0);
-	snprintf(p.cluster, sizeof p.cluster, "%s", cluster);
-	snprintf(p.planner, sizeof p.planner, "test-pipeline");
-	p.sched = sched;
-	p.microbatches = m;
-	for (int s = 0; s < nstages; s++) {
-		int next = s + 1;
-
-		for (int r = 0; r < rep; r++)
-			dev[r] = s * rep + r;
-		assert_int_equal(plan_set_devices(&p.stages[s].devices, &p.stages[s].ndev, dev, rep), 0);
-		if (next < nstages)
-			assert_int_equal(plan_set_devices(&p.stages[s].next, &p.stages[s].nnext, &next, 1), 0);
-	}
-	for (int i = 0; i < g.nops; i++) {
-		int s = i * nstages / g.nops;
-
-		for (int r = 0; r < rep; r++)
-			dev[r] = s * rep + r;
-		p.ops[i].stage = s;
-		p.ops[i].degree[DIM_N] = rep;
-		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, dev, rep), 0);
-	}
-	assert_int_equal(plan_write(&p, &g, path), 0);
-	plan_release(&p);
-	graph_release(&g);
-}
-
 /* A chain of `nstages` stages in graph order (about the same number of
  * ops each) whose stage s has rep[s] round-robin replicas (plan.h) of
  * `width` devices each, consecutive devices from 0 on, the ops split
@@ -152,6 +110,18 @@ static inline void rt_round_robin_plan(const char *model, int64_t batch, const c
 	assert_int_equal(plan_write(&p, &g, path), 0);
 	plan_release(&p);
 	graph_release(&g);
+}
+
+/* A pipeline of `nstages` stages in graph order (about the same number
+ * of ops each), stage s on devices s*rep .. s*rep+rep-1 with the ops
+ * split rep ways along n, under schedule `sched` with m micro-batches. */
+static inline void rt_pipeline_plan(const char *model, int64_t batch, const char *cluster,
+				    int nstages, int rep, enum sched_kind sched, int m,
+				    const char *path)
+{
+	static const int one[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+
+	rt_round_robin_plan(model, batch, cluster, nstages, one, rep, sched, m, path);
 }
 
 /* branchy_small, batch 8, as a DAG of stages under `sched` with 2
