@@ -60,9 +60,12 @@
  * alone: a plan of one stage, flushed data parallelism, overlaps each
  * operator's all-reduce with the backward of the operators before it,
  * which the added term does not (the estimate is high: resnet50 on
- * cluster A 1.25x); and transfers that share a node's NIC at the same
- * time, which the per-stage transfer terms do not see (the estimate is
- * low: gnmt on cluster A 0.68x).
+ * cluster A 1.25x); and a tensor that later stages on several nodes
+ * consume (GNMT's encoder output feeds every decoder layer's attention)
+ * goes to each of them, and its gradients come back, through the NICs of
+ * the nodes on the way, where the terms charge the bytes crossing each
+ * cut once per stage: the busiest NIC carries more (the estimate is low:
+ * gnmt on cluster A 0.68x, its node 2's NIC the bottleneck).
  *
  * `cost=code`: the terms of the published reference optimizer verbatim,
  * as documented with the imported profiles:
