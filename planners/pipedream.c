@@ -53,7 +53,8 @@
  * flattens into, (C_i + all-reduce_i) / (r r0_i) and their transfers
  * (placed_time()), or as one stage on every device of the r nodes when
  * that is faster (the node solution is the best for one node, and over
- * several nodes one stage may beat it).  This makes the estimate the
+ * several nodes one stage may beat it; not under `straight`).  This
+ * makes the estimate the
  * simulator's prediction of the emitted plan within 2% on one node and
  * on the PipeDream profiles' pipelines across nodes
  * (tests/test_pipedream_planner.c).  Two terms remain the simulator's
@@ -449,8 +450,10 @@ static double placed_time(const struct pd *pd, int a, int b, int r, int last, in
 			break;
 		cell = at(pd, L0->sub[cell], a, L0->split[cell]);
 	}
-	*flat = one <= t;
-	t = fmin(t, one);
+	/* `straight` forbids replication: no flat stage */
+	*flat = !pd->straight && one <= t;
+	if (*flat)
+		t = one;
 	if (last && pd->ratio > 0)
 		t = fmax(t, 2.0 * fmax(pd->cross[a], pd->cross[b]) / (L1->bw * r * pd->ratio));
 	return t;

@@ -378,6 +378,29 @@ static void test_every_model_plans(void **state)
 	closedir(d);
 }
 
+/* `straight` (and async-predict, which implies it) replicates nothing on
+ * a cluster of several nodes either: every stage has one device. */
+static void test_straight_across_nodes(void **state)
+{
+	static const char *const specs[] = { "pipedream:straight",
+					     "pipedream:schedule=async-predict" };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+		struct inst x;
+		struct plan p;
+
+		inst_load_weak(&x, "pipedream/gnmt", "pipedream-a");
+		assert_int_equal(run(specs[k], &x, &p), AP_OK);
+		for (int s = 0; s < p.nstages; s++)
+			if (p.stages[s].ndev != 1)
+				fail_msg("%s: stage %d has %d devices", specs[k], s,
+					 p.stages[s].ndev);
+		plan_release(&p);
+		inst_release(&x);
+	}
+}
+
 /* pipedream on model m at the profiled minibatch per GPU (the paper's
  * convention) on cluster cl: its estimate and the simulator's prediction
  * of the plan it emits (and of data parallelism's), in seconds. */
@@ -460,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_options_and_determinism),
 		cmocka_unit_test(test_every_model_plans),
 		cmocka_unit_test(test_estimate_agrees),
+		cmocka_unit_test(test_straight_across_nodes),
 	};
 
 	return cmocka_run_group_tests_name("pipedream planner", tests, NULL, NULL);
