@@ -6,7 +6,7 @@ else set terminal svg size 1100,520 font 'sans,10'
 set output outfile
 set termoption noenhanced
 set datafile missing '?'
-set title sprintf('Predicted throughput relative to data parallelism on %s', cluster)
+set title sprintf("Predicted throughput relative to data parallelism on %s\n(each device with the model's batch; '(global)': the model's batch shared)", cluster)
 set ylabel 'samples/s relative to dp'
 set style data histograms
 set style histogram clustered gap 1
