@@ -6,7 +6,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,16 +39,6 @@ int64_t batch_spec_global(const struct batch_spec *b, int64_t own, int ndev)
 	if (ndev < 1 || __builtin_mul_overflow(n, (int64_t)ndev, &v))
 		return -1;
 	return v;
-}
-
-const char *batch_scaling(const struct batch_spec *b)
-{
-	return b->per_device ? "weak" : "strong";
-}
-
-void batch_spec_format(const struct batch_spec *b, char *buf, size_t len)
-{
-	snprintf(buf, len, "%lld%s", (long long)b->n, b->per_device ? "/dev" : "");
 }
 
 int batch_model_load(const char *arg, const struct batch_spec *b, int ndev, struct graph *g)

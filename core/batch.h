@@ -10,7 +10,6 @@
 #ifndef AUTOPAR_BATCH_H
 #define AUTOPAR_BATCH_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 struct batch_spec {
@@ -24,10 +23,6 @@ int batch_spec_parse(const char *s, const char *where, int line, struct batch_sp
 /* The global batch on ndev devices for a model whose own batch is own;
  * -1 when it does not fit in 63 bits. */
 int64_t batch_spec_global(const struct batch_spec *b, int64_t own, int ndev);
-/* "strong" or "weak". */
-const char *batch_scaling(const struct batch_spec *b);
-/* "64", "64/dev", "0/dev". */
-void batch_spec_format(const struct batch_spec *b, char *buf, size_t len);
 
 struct graph;
 /* Loads model arg (model_load()) at the global batch of b on ndev
