@@ -53,20 +53,29 @@
  * flattens into, (C_i + all-reduce_i) / (r r0_i) and their transfers
  * (placed_time()), or as one stage on every device of the r nodes when
  * that is faster (the node solution is the best for one node, and over
- * several nodes one stage may beat it; not under `straight`).  This
- * makes the estimate the
- * simulator's prediction of the emitted plan within 2% on one node and
- * on the PipeDream profiles' pipelines across nodes
- * (tests/test_pipedream_planner.c).  Two terms remain the simulator's
- * alone: a plan of one stage, flushed data parallelism, overlaps each
- * operator's all-reduce with the backward of the operators before it,
- * which the added term does not (the estimate is high: resnet50 on
- * cluster A 1.25x); and a tensor that later stages on several nodes
- * consume (GNMT's encoder output feeds every decoder layer's attention)
- * goes to each of them, and its gradients come back, through the NICs of
- * the nodes on the way, where the terms charge the bytes crossing each
- * cut once per stage: the busiest NIC carries more (the estimate is low:
- * gnmt on cluster A 0.68x, its node 2's NIC the bottleneck).
+ * several nodes one stage may beat it; not under `straight`).  Two terms
+ * refine the reference's where the plan runs otherwise than it assumes:
+ *  - the whole model on every device is emitted as one stage, data
+ *    parallelism, which PipeDream runs flushed: its all-reduces, one per
+ *    operator in backward order on shared links, overlap the rest of the
+ *    last micro-batch's backward (flushed_dp(); the paper's recurrence
+ *    takes the max of compute and sync for the same overlap);
+ *  - across nodes a tensor goes from the stage that makes it to each
+ *    device-level stage that consumes it, past the nodes between (GNMT's
+ *    encoder output feeds every decoder layer's attention), and a NIC
+ *    sends and receives at once: each node-level stage's NICs carry what
+ *    it receives, counted once per consuming device-level stage, and
+ *    what it sends, both ways, over its replicas (node_inputs(),
+ *    nic_loads()), where the reference charges 2 max(a_in, a_out) / B
+ *    per stage.  What a stage sends is known once the stages after it
+ *    are: the prefix DP keeps the NIC bytes of every stage of a cell's
+ *    solution and adds to them as it appends a stage, so a cell's best
+ *    solution is chosen on the NIC bytes of its own stages (the later
+ *    stages' share of its NICs can make another solution of the prefix
+ *    the better one; the DP does not revisit it).
+ * With these the estimate is the simulator's prediction of the emitted
+ * plan within 2% on PipeDream's profiles, on one node and across nodes
+ * (tests/test_pipedream_planner.c).
  *
  * `cost=code`: the terms of the published reference optimizer verbatim,
  * as documented with the imported profiles:
@@ -168,12 +177,25 @@ struct pd {
 	double deadline; /* of the search, now_s() */
 	int nops, n;            /* operators, units */
 	int *order;             /* operators in unit order */
+	double *obwd, *ow;      /* [nops], in unit order: an operator's backward
+				 * time and parameter bytes (flushed_dp()) */
 	int *first;             /* [n + 1]: a unit's first position in order */
 	double *ct, *cw, *ca;   /* [n + 1]: prefix sums of time, parameter and
 				 * activation bytes over units */
 	double *cross;          /* [n + 1]: bytes crossing the cut before a unit */
 	int nlv;
 	struct pd_level lv[PD_LEVELS];
+	/* cost=placed across nodes, per node-level stage [c, b) as its node
+	 * level's solution (0) or as one flat stage (1): qin[v] + qofs[c, b]
+	 * holds for x = 0 .. c the bytes the stage receives, per minibatch,
+	 * of the tensors made before unit x, once per device-level stage
+	 * that consumes them (node_inputs()) */
+	double *qin[2];
+	size_t *qofs;
+	/* and per node-level cell (j, 0, b), its stages' first units, replicas
+	 * and NIC bytes per minibatch and replica, in order (nic_loads()) */
+	int *nic_k, *nic_a, *nic_r;
+	double *nic_ld;
 	double *last;           /* the last-stage times of the level solved */
 	int *lastrep;           /* and their replicas (stage_time()) */
 	int nst, cap_st;
@@ -255,6 +277,8 @@ static int op_numbers(struct pd *pd, double *t, double *w, double *act)
 			return rc;
 		t[k] = 1e-6 * (oc.fwd_us + oc.bwd_us);
 		w[k] = (double)plan_param_shard_bytes(op, &po);
+		pd->obwd[k] = 1e-6 * oc.bwd_us;
+		pd->ow[k] = w[k];
 		act[k] = (double)op->out_bytes / pd->units;
 	}
 	return AP_OK;
@@ -363,6 +387,153 @@ out:
 
 /* --- the dynamic program -------------------------------------------------- */
 
+/* The bytes node-level stage [c, b) (variant v, above) receives of the
+ * tensors made before unit x <= c. */
+static double qin(const struct pd *pd, int v, int c, int b, int x)
+{
+	return pd->qin[v][pd->qofs[(size_t)c * ((size_t)pd->n + 1) + (size_t)b] + (size_t)x];
+}
+
+/* cost=placed across nodes: the NIC bytes of the stages of [0, c) on j
+ * nodes (the cell's, stored) once [c, b) on r nodes (variant vs) follows
+ * them: each sends it what it receives of theirs, and takes back the
+ * gradients, and [c, b) carries what it receives, both ways; into the
+ * store of cell (jo, b) unless jo is 0.  Returns the busiest NIC's time,
+ * per minibatch.  A stage's NICs carry what it receives and what it
+ * sends, as the simulator sends it: to the very stage that consumes it,
+ * past the nodes between. */
+static double nic_loads(struct pd *pd, int j, int c, int b, int r, int vs, int jo)
+{
+	const struct pd_level *L = &pd->lv[1];
+	size_t n1 = (size_t)pd->n + 1, h = (size_t)j * n1 + (size_t)c, o = (size_t)jo * n1 + (size_t)b;
+	int k = pd->nic_k[h], M = L->m;
+	double most = qin(pd, vs, c, b, c) / r;
+
+	for (int i = 0; i < k; i++) {
+		int c0 = pd->nic_a[h * M + i], c1 = i + 1 < k ? pd->nic_a[h * M + i + 1] : c;
+		double ld = pd->nic_ld[h * M + i] +
+			    (qin(pd, vs, c, b, c1) - qin(pd, vs, c, b, c0)) / pd->nic_r[h * M + i];
+
+		most = fmax(most, ld);
+		if (jo) {
+			pd->nic_a[o * M + i] = c0;
+			pd->nic_r[o * M + i] = pd->nic_r[h * M + i];
+			pd->nic_ld[o * M + i] = ld;
+		}
+	}
+	if (jo) {
+		pd->nic_k[o] = k + 1;
+		pd->nic_a[o * M + k] = c;
+		pd->nic_r[o * M + k] = r;
+		pd->nic_ld[o * M + k] = qin(pd, vs, c, b, c) / r;
+	}
+	return most / (L->bw * pd->ratio);
+}
+
+/* The store of node-level cell (j, 0, b) as one stage of r nodes, or as
+ * cell (f, 0, b)'s. */
+static void nic_one(struct pd *pd, int j, int b, int r, int f)
+{
+	size_t n1 = (size_t)pd->n + 1, o = (size_t)j * n1 + (size_t)b, from = (size_t)f * n1 + (size_t)b;
+	int M = pd->lv[1].m;
+
+	if (f) {
+		pd->nic_k[o] = pd->nic_k[from];
+		memcpy(&pd->nic_a[o * M], &pd->nic_a[from * M], (size_t)M * sizeof *pd->nic_a);
+		memcpy(&pd->nic_r[o * M], &pd->nic_r[from * M], (size_t)M * sizeof *pd->nic_r);
+		memcpy(&pd->nic_ld[o * M], &pd->nic_ld[from * M], (size_t)M * sizeof *pd->nic_ld);
+		return;
+	}
+	pd->nic_k[o] = 1;
+	pd->nic_a[o * M] = 0;
+	pd->nic_r[o * M] = r;
+	pd->nic_ld[o * M] = 0;
+}
+
+/* Fills qin for every node-level stage [c, b), once the node level's
+ * solutions of every range are known.  The simulator sends a tensor once
+ * to every device-level stage that consumes it (round-robin replicas
+ * take each micro-batch on one of them), so a tensor that two stages of
+ * a node consume crosses its NIC twice; a flat stage takes it once. */
+static int node_inputs(struct pd *pd)
+{
+	const struct graph *g = pd->in->g;
+	const struct pd_level *L0 = &pd->lv[0];
+	size_t n1 = (size_t)pd->n + 1, total = 0;
+	int *pos = malloc((size_t)pd->nops * sizeof *pos);
+	int *unit = malloc((size_t)pd->nops * sizeof *unit);
+	int *sid = malloc(n1 * sizeof *sid), *stamp = calloc((size_t)pd->nops, sizeof *stamp);
+	double *bucket = malloc(n1 * sizeof *bucket);
+	int rc = AP_OK, mark = 0;
+
+	pd->qofs = malloc(n1 * n1 * sizeof *pd->qofs);
+	for (int c = 0; c < pd->n && pd->qofs; c++)
+		for (int b = c + 1; b <= pd->n; b++) {
+			pd->qofs[(size_t)c * n1 + (size_t)b] = total;
+			total += (size_t)c + 1;
+		}
+	pd->qin[0] = malloc((total ? total : 1) * sizeof **pd->qin);
+	pd->qin[1] = malloc((total ? total : 1) * sizeof **pd->qin);
+	pd->nic_k = calloc(((size_t)pd->lv[1].m + 1) * n1, sizeof *pd->nic_k);
+	pd->nic_a = malloc(((size_t)pd->lv[1].m + 1) * n1 * (size_t)pd->lv[1].m * sizeof *pd->nic_a);
+	pd->nic_r = malloc(((size_t)pd->lv[1].m + 1) * n1 * (size_t)pd->lv[1].m * sizeof *pd->nic_r);
+	pd->nic_ld = malloc(((size_t)pd->lv[1].m + 1) * n1 * (size_t)pd->lv[1].m * sizeof *pd->nic_ld);
+	if (!pos || !unit || !sid || !stamp || !bucket || !pd->qofs || !pd->qin[0] ||
+	    !pd->qin[1] || !pd->nic_k || !pd->nic_a || !pd->nic_r || !pd->nic_ld) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
+	}
+	for (int u = 0; u < pd->n; u++)
+		for (int k = pd->first[u]; k < pd->first[u + 1]; k++) {
+			pos[pd->order[k]] = k;
+			unit[k] = u;
+		}
+	for (int c = 0; c < pd->n; c++)
+		for (int b = c + 1; b <= pd->n; b++)
+			for (int v = 0; v < 2; v++) {
+				double *q = pd->qin[v] + pd->qofs[(size_t)c * n1 + (size_t)b];
+				size_t cell = at(pd, L0->m, c, b);
+
+				/* the device-level stage of every unit: one (flat, or
+				 * no solution), else the node level's, walked back */
+				for (int u = c; u < b; u++)
+					sid[u] = 0;
+				for (int k = 1; !v && isfinite(L0->t[cell]) && L0->split[cell] >= 0;
+				     k++) {
+					for (int u = L0->split[cell]; u < (int)(cell % n1); u++)
+						sid[u] = k;
+					cell = at(pd, L0->sub[cell], c, L0->split[cell]);
+				}
+				for (int x = 0; x <= c; x++)
+					bucket[x] = 0;
+				for (int k = pd->first[c]; k < pd->first[b]; k++) {
+					const struct op *op = &g->ops[pd->order[k]];
+
+					if (k == pd->first[c] || sid[unit[k]] != sid[unit[k - 1]])
+						mark++;
+					for (int e = 0; e < op->nin; e++) {
+						int u = op->in[e];
+
+						if (pos[u] < pd->first[c] && stamp[u] != mark) {
+							stamp[u] = mark;
+							bucket[unit[pos[u]]] +=
+								(double)g->ops[u].out_bytes / pd->units;
+						}
+					}
+				}
+				q[0] = 0;
+				for (int x = 1; x <= c; x++)
+					q[x] = q[x - 1] + bucket[x - 1];
+			}
+out:
+	free(pos);
+	free(unit);
+	free(sid);
+	free(stamp);
+	free(bucket);
+	return rc;
+}
+
 /* Time of [a, b) on one component of level l - 1 (level 0: its compute). */
 static double lower_time(const struct pd *pd, int l, int a, int b)
 {
@@ -415,6 +586,33 @@ static double placed_allreduce(const struct pd *pd, int r, int r0, double w)
 	return sim_allreduce_s(pd->in->c, pd->devs, k, (int64_t)w);
 }
 
+/* cost=placed: data parallelism as PipeDream runs it, one stage on every
+ * device, flushed (the plan of one stage): a device computes units / nd
+ * minibatches, and each operator's all-reduce starts when the backward of
+ * the last micro-batch (`mb` minibatches on a device) has passed it and
+ * the previous operator's all-reduce has ended (they share the links), so
+ * the all-reduces overlap the rest of that backward and the step ends
+ * with the later of the compute and the last all-reduce.  Per minibatch. */
+static double flushed_dp(const struct pd *pd, double mb)
+{
+	int nd = cluster_ndevices(pd->in->c), nodes = pd->nlv > 1 ? pd->lv[1].m : 1;
+	double bwd = 0, net = 0;
+
+	for (int k = pd->nops - 1; k >= 0; k--) {
+		bwd += pd->obwd[k] * mb;
+		if (pd->ow[k] > 0)
+			net = fmax(net, bwd) + placed_allreduce(pd, nodes, pd->lv[0].m, pd->ow[k]);
+	}
+	return ((pd->ct[pd->n] - pd->ct[0]) / nd * pd->units + fmax(0, net - bwd)) / pd->units;
+}
+
+/* Whether [a, b) on r components of level l is the whole model on every
+ * device, which is emitted as one stage (flushed_dp()). */
+static int whole(const struct pd *pd, int l, int a, int b, int r)
+{
+	return pd->placed && l == pd->nlv - 1 && a == 0 && b == pd->n && r == pd->lv[l].m;
+}
+
 /* cost=placed at the node level: [a, b) on r nodes, each running the
  * node level's solution of it, which flattens into device-level stages
  * of r x r0 replicas each: every such stage's (C + its all-reduce) / (r
@@ -431,8 +629,9 @@ static double placed_time(const struct pd *pd, int a, int b, int r, int last, in
 	double t = 0, w = pd->cw[b] - pd->cw[a], one;
 	int rr = r * L0->m;
 
-	one = (pd->ct[b] - pd->ct[a] + sync_share(pd, rr) * placed_allreduce(pd, r, L0->m, w)) /
-	      rr;
+	one = whole(pd, 1, a, b, r) ? flushed_dp(pd, (double)pd->units / rr)
+				    : (pd->ct[b] - pd->ct[a] +
+				       sync_share(pd, rr) * placed_allreduce(pd, r, L0->m, w)) / rr;
 	if (!isfinite(L0->t[cell]))
 		t = INFINITY;
 	while (isfinite(t)) {
@@ -450,14 +649,18 @@ static double placed_time(const struct pd *pd, int a, int b, int r, int last, in
 			break;
 		cell = at(pd, L0->sub[cell], a, L0->split[cell]);
 	}
+	/* the last stage of a split: what it receives passes its NICs, and
+	 * the gradients of it go back (what it sends is charged when the
+	 * next stage is known, best_split()) */
+	if (last && pd->ratio > 0) {
+		t = fmax(t, qin(pd, 0, a, b, a) / (L1->bw * r * pd->ratio));
+		one = fmax(one, qin(pd, 1, a, b, a) / (L1->bw * r * pd->ratio));
+	}
 	/* `straight` forbids replication: no flat stage */
 	*flat = !pd->straight && one <= t;
-	if (*flat)
-		t = one;
-	if (last && pd->ratio > 0)
-		t = fmax(t, 2.0 * fmax(pd->cross[a], pd->cross[b]) / (L1->bw * r * pd->ratio));
-	return t;
+	return *flat ? one : t;
 }
+
 
 /* The time of [a, b) as a stage of r replicas whose time on one
  * component is c: alone (last = 0) or as the last stage of a split
@@ -474,6 +677,8 @@ static double replicated_time(const struct pd *pd, int l, double c, int a, int b
 		return last ? fmax(t, 2.0 * pd->cross[a] / L->bw) : t;
 	}
 	*flat = 0;
+	if (!last && l == 0 && whole(pd, l, a, b, r))
+		return flushed_dp(pd, (double)pd->units / r);
 	if (pd->placed && l > 0)
 		return placed_time(pd, a, b, r, last, flat);
 	sync = sync_share(pd, r) * (pd->placed ? placed_allreduce(pd, 1, r, w)
@@ -506,9 +711,7 @@ static double dp_time(const struct pd *pd)
 	int nd = cluster_ndevices(pd->in->c), flat;
 
 	if (pd->placed)
-		return (t + sync_share(pd, nd) *
-				    placed_allreduce(pd, pd->nlv > 1 ? pd->lv[1].m : 1,
-						     pd->lv[0].m, pd->cw[pd->n])) / nd;
+		return flushed_dp(pd, (double)pd->units / nd);
 	for (int l = 0; l < pd->nlv; l++)
 		t = replicated_time(pd, l, t, 0, pd->n, pd->lv[l].m, 0, &flat);
 	return t;
@@ -532,7 +735,7 @@ static void best_split(struct pd *pd, int l, int j, int a, int b)
 {
 	struct pd_level *L = &pd->lv[l];
 	size_t cell = at(pd, j, a, b);
-	int rmax = pd->straight ? 1 : j - 1;
+	int rmax = pd->straight ? 1 : j - 1, nics = pd->placed && l > 0 && pd->ratio > 0;
 
 	for (int r = 1; r <= rmax; r++) {
 		int k = (L->m - j + r - 1) / r, arg = -1, c = a + 1;
@@ -545,6 +748,10 @@ static void best_split(struct pd *pd, int l, int j, int a, int b)
 		for (; c < b; c++) {
 			double x = head[c] > tail[c] ? head[c] : tail[c];
 
+			if (nics && isfinite(x))
+				x = fmax(x, nic_loads(pd, j - r, c, b, r,
+						      pd->lastrep[at(pd, r, b, c)] < 0, 0));
+
 			if (x < v) {
 				v = x;
 				arg = c;
@@ -553,8 +760,11 @@ static void best_split(struct pd *pd, int l, int j, int a, int b)
 		/* a split must be better by more than round-off: between equal
 		 * costs the fewer stages win (data parallelism over a
 		 * pipeline that only ties it) */
-		if (arg >= 0 && v < L->t[cell] * (1 - 1e-9))
+		if (arg >= 0 && v < L->t[cell] * (1 - 1e-9)) {
 			set_cell(L, cell, v, arg, j - r, pd->lastrep[at(pd, r, b, arg)]);
+			if (nics)
+				nic_loads(pd, j - r, arg, b, r, pd->lastrep[at(pd, r, b, arg)] < 0, j);
+		}
 	}
 }
 
@@ -581,6 +791,8 @@ static int solve_level(struct pd *pd, int l, int amax)
 					double t = stage_time(pd, l, a, b, j, 0, &rep);
 
 					set_cell(L, at(pd, j, a, b), t, -1, 0, rep);
+					if (l > 0 && pd->nic_k)
+						nic_one(pd, j, b, j, 0);
 				}
 	/* the last stage of a split, [c, b) on r replicas, by r, b, c */
 	for (int r = 1; r < M; r++)
@@ -603,8 +815,11 @@ static int solve_level(struct pd *pd, int l, int amax)
 			for (int b = a + 1; b <= n; b++) {
 				size_t cell = at(pd, j, a, b);
 
-				if (pd->fewer && j > 1 && L->t[at(pd, j - 1, a, b)] < L->t[cell])
+				if (pd->fewer && j > 1 && L->t[at(pd, j - 1, a, b)] < L->t[cell]) {
 					copy_cell(L, cell, at(pd, j - 1, a, b));
+					if (l > 0 && pd->nic_k)
+						nic_one(pd, j, b, 0, j - 1);
+				}
 				if (j > 1 && b - a > 1)
 					best_split(pd, l, j, a, b);
 			}
@@ -835,11 +1050,20 @@ static void pd_release(struct pd *pd)
 {
 	free(pd->devs);
 	free(pd->order);
+	free(pd->obwd);
+	free(pd->ow);
 	free(pd->first);
 	free(pd->ct);
 	free(pd->cw);
 	free(pd->ca);
 	free(pd->cross);
+	free(pd->qin[0]);
+	free(pd->qin[1]);
+	free(pd->qofs);
+	free(pd->nic_k);
+	free(pd->nic_a);
+	free(pd->nic_r);
+	free(pd->nic_ld);
 	free(pd->last);
 	free(pd->lastrep);
 	for (int l = 0; l < pd->nlv; l++) {
@@ -883,13 +1107,19 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 			      in->g->name);
 	levels(&pd);
 	pd.order = malloc((size_t)pd.nops * sizeof *pd.order);
+	pd.obwd = malloc((size_t)pd.nops * sizeof *pd.obwd);
+	pd.ow = malloc((size_t)pd.nops * sizeof *pd.ow);
 	pd.devs = malloc((size_t)cluster_ndevices(in->c) * sizeof *pd.devs);
-	if (!pd.order || !pd.devs) {
+	if (!pd.order || !pd.obwd || !pd.ow || !pd.devs) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
 	rc = build_units(&pd);
 	for (int l = 0; l < pd.nlv && !rc; l++) {
+		if (l > 0 && pd.placed && pd.ratio > 0)
+			rc = node_inputs(&pd);
+		if (rc)
+			break;
 		free(pd.last);
 		pd.last = malloc(at(&pd, pd.lv[l].m + 1, 0, 0) * sizeof *pd.last);
 		free(pd.lastrep);
@@ -917,6 +1147,12 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 						      ? SCHED_1F1B
 						      : pd.predict ? SCHED_ASYNC_PREDICT : SCHED_1F1B_ASYNC,
 					 out);
+	/* data parallelism: its last micro-batch, as chosen, bounds the
+	 * all-reduces' overlap */
+	if (!rc && whole(&pd, top, 0, pd.n, pd.lv[top].m) && pd.nst == 1 &&
+	    pd.st[0].ndev == cluster_ndevices(in->c))
+		est = pd.units * flushed_dp(&pd, (double)pd.units /
+						 ((double)out->microbatches * nsplit(&pd)));
 	if (!rc)
 		rc = plan_set_stat(out, "planner_est_ms", 1e3 * est);
 	/* the same cost model's data parallelism (one stage on every
