@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "grow.h"
+#include "piper_inst.h"
 
 static const char *const dim_names[NDIMS] = { "n", "c", "h", "w", "l" };
 
@@ -55,6 +56,10 @@ void graph_release(struct graph *g)
 	}
 	free(g->ops);
 	free(g->path);
+	if (g->piper) {
+		piper_inst_release(g->piper);
+		free(g->piper);
+	}
 	graph_init(g);
 }
 

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct piper_inst;
+
 enum dim_kind { DIM_N, DIM_C, DIM_H, DIM_W, DIM_L, NDIMS };
 
 #define MAX_RANK 5
@@ -122,6 +124,9 @@ struct graph {
 	int nops, cap;
 	struct op *ops;
 	int nblocks;          /* repeat blocks in the model file */
+	/* A model read from a Piper input keeps that instance (owned), whose
+	 * configurations the `piper` planner uses as given (piper_inst.h). */
+	struct piper_inst *piper;
 };
 
 const char *dim_name(enum dim_kind d);

@@ -1,0 +1,39 @@
+/*
+ * A Piper instance's lifetime and lookups (piper_inst.h).
+ */
+#include "piper_inst.h"
+
+#include <stdlib.h>
+
+void piper_inst_release(struct piper_inst *pi)
+{
+	for (int v = 0; v < pi->nnodes; v++) {
+		struct piper_node *n = &pi->nodes[v];
+
+		for (int k = 0; k < n->ndeg; k++) {
+			for (int l = 0; l < n->deg[k].ntmpc; l++) {
+				free(n->deg[k].tmpc[l].id);
+				free(n->deg[k].tmpc[l].sync_fw);
+				free(n->deg[k].tmpc[l].sync_bw);
+			}
+			free(n->deg[k].tmpc);
+		}
+		free(n->deg);
+		free(n->name);
+		free(n->in);
+		free(n->out);
+	}
+	free(pi->nodes);
+	free(pi->edges);
+	pi->nodes = NULL;
+	pi->edges = NULL;
+	pi->nnodes = pi->nedges = 0;
+}
+
+const struct piper_degree *piper_degree_of(const struct piper_node *v, int t)
+{
+	for (int k = 0; k < v->ndeg; k++)
+		if (v->deg[k].t == t)
+			return v->deg[k].ntmpc > 0 ? &v->deg[k] : NULL;
+	return NULL;
+}
