@@ -12,6 +12,7 @@ extern const struct planner planner_graphpipe;
 extern const struct planner planner_ilp;
 extern const struct planner planner_pipedream;
 extern const struct planner planner_mcmc;
+extern const struct planner planner_piper;
 
 const struct planner *const planners[] = {
 	&planner_single,
@@ -22,6 +23,7 @@ const struct planner *const planners[] = {
 	&planner_ilp,
 	&planner_mcmc,
 	&planner_graphpipe,
+	&planner_piper,
 };
 const int nplanners = sizeof planners / sizeof planners[0];
 

@@ -1,0 +1,734 @@
+/*
+ * Piper's dynamic program (piper_dp.h).  The upsets of the DAG are
+ * enumerated once, as bit sets in one flat array with a hash index; the
+ * table dp[I][k][s] (the best TPS of upset I on at most k devices with a
+ * sum of data-parallel degrees at most s) is one flat array filled in
+ * order of upset size: for every sub-upset J of I (all of them, found by
+ * removing nodes with no predecessor left, transitively) the stage I \ J
+ * is costed once per tensor-parallel degree t and data-parallel degree d
+ * for every s, and dp[I][k][s] = min max(dp[J][k - t d][s - d],
+ * TPS(I \ J, t, d, s)).  As in the reference, dp[empty] is 0 everywhere
+ * and the table is made monotone in k and s after each upset, so that
+ * "at most" holds.
+ */
+#include "piper_dp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+
+/* A stage's TPS for one d as a function of s, TPS[d][s] =
+ * v[ceil(s / d)]: v the knapsack values, or with one configuration per
+ * node c up to y = ymax and infinite after. */
+struct row {
+	int d, ymax;
+	double c;
+	const double *v; /* NULL: c and ymax */
+};
+
+static double row_at(const struct row *r, int s)
+{
+	int y = (s + r->d - 1) / r->d;
+
+	if (r->v)
+		return r->v[y];
+	return y >= 1 && y <= r->ymax ? r->c : INFINITY;
+}
+
+struct ws {
+	const struct piper_inst *pi;
+	int n, words, K, S;  /* nodes, words of a set, devices, bound on s */
+	uint64_t *sets;      /* upsets, words each */
+	int *size;
+	long nid, cap, max_ideals;
+	long *hash;          /* open addressing: upset id + 1, 0 empty */
+	size_t hmask;
+	double *dp;          /* [nid][K + 1][S + 1] */
+	/* per (upset, k): the count, then the s where dp drops below its
+	 * value at s - 1 (0 first): the reference's faster update */
+	int *drops;          /* [nid][K + 1][S + 2] */
+	/* scratch */
+	int *nodes;          /* the stage's nodes */
+	char *in;            /* node in the stage */
+	long *byz;           /* upsets by size */
+	long *queue;
+	double *edge_b;      /* per node and TMPC of degree t: crossing bytes */
+	struct row *rows;    /* [K + 1] for one t: TPS[d][s] by d */
+	double *knap;        /* [K + 1][S + 2]: the rows' knapsack values */
+	double deadline;
+};
+
+static uint64_t *set_of(const struct ws *w, long id)
+{
+	return w->sets + (size_t)id * (size_t)w->words;
+}
+
+static int has(const uint64_t *set, int v)
+{
+	return (int)(set[v >> 6] >> (v & 63) & 1);
+}
+
+static size_t hash_set(const struct ws *w, const uint64_t *set)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (int k = 0; k < w->words; k++)
+		h = (h ^ set[k]) * 1099511628211ull;
+	return (size_t)(h ^ h >> 29);
+}
+
+/* The id of set, or -1. */
+static long find(const struct ws *w, const uint64_t *set)
+{
+	for (size_t h = hash_set(w, set) & w->hmask;; h = (h + 1) & w->hmask) {
+		long id = w->hash[h] - 1;
+
+		if (id < 0)
+			return -1;
+		if (!memcmp(set_of(w, id), set, (size_t)w->words * sizeof *set))
+			return id;
+	}
+}
+
+/* Adds set (not present); AP_EINPUT past max_ideals. */
+static int add(struct ws *w, const uint64_t *set)
+{
+	size_t h;
+
+	if (w->nid >= w->max_ideals)
+		return ap_err(AP_EINPUT, "piper", 0, "the DAG has more than %ld upsets "
+			      "(max-ideals), too many for Piper's dynamic program",
+			      w->max_ideals);
+	if (w->nid == w->cap) {
+		long cap = w->cap * 2;
+		uint64_t *s = realloc(w->sets, (size_t)cap * (size_t)w->words * sizeof *s);
+		int *z = realloc(w->size, (size_t)cap * sizeof *z);
+
+		if (s)
+			w->sets = s;
+		if (z)
+			w->size = z;
+		if (!s || !z)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		w->cap = cap;
+	}
+	memcpy(set_of(w, w->nid), set, (size_t)w->words * sizeof *set);
+	w->size[w->nid] = 0;
+	for (int k = 0; k < w->words; k++)
+		w->size[w->nid] += __builtin_popcountll(set[k]);
+	for (h = hash_set(w, set) & w->hmask; w->hash[h]; h = (h + 1) & w->hmask)
+		;
+	w->hash[h] = ++w->nid;
+	return AP_OK;
+}
+
+/* Every upset: from the empty set, add a node whose successors are all in. */
+static int upsets(struct ws *w)
+{
+	const struct piper_inst *pi = w->pi;
+	uint64_t *next = calloc((size_t)w->words, sizeof *next);
+	int rc = next ? AP_OK : ap_err(AP_EFAIL, NULL, 0, "out of memory");
+
+	if (!rc)
+		rc = add(w, next);
+	for (long id = 0; id < w->nid && !rc; id++)
+		for (int v = 0; v < w->n && !rc; v++) {
+			const uint64_t *cur = set_of(w, id);
+			int ok = !has(cur, v);
+
+			for (int e = 0; e < pi->nodes[v].nout && ok; e++)
+				ok = has(cur, pi->edges[pi->nodes[v].out[e]].dst);
+			if (!ok)
+				continue;
+			memcpy(next, cur, (size_t)w->words * sizeof *next);
+			next[v >> 6] |= 1ull << (v & 63);
+			if (find(w, next) < 0)
+				rc = add(w, next);
+		}
+	free(next);
+	return rc;
+}
+
+/* --- one stage ------------------------------------------------------------ */
+
+/* Piper's knapsack heuristic (piper_dp.h) over the n nodes' TMPCs,
+ * cnt[i] of them from ofs[i] in c[] (TPS contribution), a[] and b[]
+ * (memory), for y = 1 .. maxy into out[y]; with ychoice > 0, the choice
+ * at y = ychoice into choice[]. */
+struct knap_swap {
+	double bpb;
+	int i, l;
+};
+
+static int cmp_swap(const void *x, const void *y)
+{
+	const struct knap_swap *a = x, *b = y;
+
+	if (a->bpb != b->bpb)
+		return a->bpb < b->bpb ? -1 : 1;
+	if (a->i != b->i)
+		return a->i < b->i ? -1 : 1;
+	return (a->l > b->l) - (a->l < b->l);
+}
+
+static int knapsack(double mem, int n, const int *ofs, const int *cnt, const double *c,
+		    const double *a, const double *b, int maxy, double *out, int ychoice,
+		    int *choice)
+{
+	int *fast = malloc((size_t)n * sizeof *fast), *low = malloc((size_t)n * sizeof *low);
+	int *h = malloc((size_t)n * sizeof *h), nsw = 0;
+	struct knap_swap *sw = NULL;
+	int total = n ? ofs[n - 1] + cnt[n - 1] : 0;
+
+	sw = malloc(((size_t)total + 1) * sizeof *sw);
+	if (!fast || !low || !h || !sw) {
+		free(fast);
+		free(low);
+		free(h);
+		free(sw);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (int y = 0; y <= maxy; y++)
+		out[y] = INFINITY;
+	for (int i = 0; i < n; i++) {
+		fast[i] = 0;
+		for (int l = 1; l < cnt[i]; l++)
+			if (c[ofs[i] + fast[i]] > c[ofs[i] + l])
+				fast[i] = l;
+	}
+	double fa = 0, fb = 0, fc = 0;
+	int single = 1;
+
+	for (int i = 0; i < n; i++) {
+		fa += a[ofs[i] + fast[i]];
+		fb += b[ofs[i] + fast[i]];
+		fc += c[ofs[i] + fast[i]];
+		single &= cnt[i] == 1;
+	}
+	for (int y = 1; y <= maxy; y++) {
+#define MEM(i, l) (a[ofs[i] + (l)] * y + b[ofs[i] + (l)])
+		double mfast = fa * y + fb, mlow = 0, shave, sum = 0;
+
+		/* one configuration per node: the fastest, while it fits */
+		if (single) {
+			if (mfast > mem)
+				break;
+			out[y] = fc;
+			if (y == ychoice && choice)
+				memcpy(choice, fast, (size_t)n * sizeof *fast);
+			continue;
+		}
+		memcpy(h, fast, (size_t)n * sizeof *h);
+		if (mfast > mem) {
+			for (int i = 0; i < n; i++) {
+				low[i] = 0;
+				for (int l = 1; l < cnt[i]; l++)
+					if (MEM(i, low[i]) > MEM(i, l))
+						low[i] = l;
+				mlow += MEM(i, low[i]);
+			}
+			if (mlow > mem)
+				break; /* and so for every larger y */
+			nsw = 0;
+			for (int i = 0; i < n; i++)
+				for (int l = 0; l < cnt[i]; l++) {
+					double save = MEM(i, h[i]) - MEM(i, l);
+
+					if (save > 1e-9)
+						sw[nsw++] = (struct knap_swap){
+							(c[ofs[i] + l] - c[ofs[i] + h[i]]) / save, i, l };
+				}
+			qsort(sw, (size_t)nsw, sizeof *sw, cmp_swap);
+			shave = mfast - mem;
+			for (int k = 0; k < nsw && shave >= 1e-9; k++) {
+				shave -= MEM(sw[k].i, h[sw[k].i]) - MEM(sw[k].i, sw[k].l);
+				h[sw[k].i] = sw[k].l;
+			}
+		}
+#undef MEM
+		for (int i = 0; i < n; i++)
+			sum += c[ofs[i] + h[i]];
+		out[y] = sum;
+		if (y == ychoice && choice)
+			memcpy(choice, h, (size_t)n * sizeof *h);
+	}
+	free(fast);
+	free(low);
+	free(h);
+	free(sw);
+	return AP_OK;
+}
+
+/* The stage's nodes' TMPC counts and offsets for degree t, and each
+ * TMPC's crossing bytes (edges to nodes outside in[], both passes, with
+ * their sync bytes); 0 when a node lacks t. */
+static int crossing(const struct piper_inst *pi, const char *in, const int *nodes, int n,
+		    int t, int *ofs, int *cnt, double *eb)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		const struct piper_node *v = &pi->nodes[nodes[i]];
+		const struct piper_degree *g = piper_degree_of(v, t);
+
+		if (!g)
+			return 0;
+		ofs[i] = k;
+		cnt[i] = g->ntmpc;
+		for (int l = 0; l < g->ntmpc; l++, k++) {
+			const struct piper_tmpc *x = &g->tmpc[l];
+
+			eb[k] = 0;
+			for (int e = 0; e < v->nin; e++)
+				if (!in[pi->edges[v->in[e]].src])
+					eb[k] += 2 * (pi->edges[v->in[e]].bytes + x->sync_fw[e]);
+			for (int e = 0; e < v->nout; e++)
+				if (!in[pi->edges[v->out[e]].dst])
+					eb[k] += 2 * (pi->edges[v->out[e]].bytes + x->sync_bw[e]);
+		}
+	}
+	return 1;
+}
+
+/* The TPS contribution and memory of every TMPC for degree d. */
+static void contributions(const struct piper_inst *pi, const int *nodes, int n, int t, int d,
+			  const double *eb, double *c, double *a, double *b)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		const struct piper_degree *g = piper_degree_of(&pi->nodes[nodes[i]], t);
+
+		for (int l = 0; l < g->ntmpc; l++, k++) {
+			const struct piper_tmpc *x = &g->tmpc[l];
+			double resync = 4.0 * (d - 1) * x->params / d / pi->mbs;
+
+			c[k] = (eb[k] / d + resync) / pi->bw + x->time / d;
+			a[k] = x->mem_a;
+			b[k] = x->mem_b;
+		}
+	}
+}
+
+/* Scratch for costing stages of up to n nodes with up to ntmpc TMPCs. */
+struct stage_buf {
+	int *ofs, *cnt;
+	double *eb, *c, *a, *b;
+};
+
+static int buf_alloc(struct stage_buf *sb, const struct piper_inst *pi)
+{
+	size_t total = 0;
+
+	for (int v = 0; v < pi->nnodes; v++) {
+		size_t most = 0;
+
+		for (int k = 0; k < pi->nodes[v].ndeg; k++)
+			if ((size_t)pi->nodes[v].deg[k].ntmpc > most)
+				most = (size_t)pi->nodes[v].deg[k].ntmpc;
+		total += most;
+	}
+	sb->ofs = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->ofs);
+	sb->cnt = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->cnt);
+	sb->eb = malloc((total + 1) * sizeof *sb->eb);
+	sb->c = malloc((total + 1) * sizeof *sb->c);
+	sb->a = malloc((total + 1) * sizeof *sb->a);
+	sb->b = malloc((total + 1) * sizeof *sb->b);
+	return sb->ofs && sb->cnt && sb->eb && sb->c && sb->a && sb->b
+		       ? AP_OK
+		       : ap_err(AP_EFAIL, NULL, 0, "out of memory");
+}
+
+static void buf_release(struct stage_buf *sb)
+{
+	free(sb->ofs);
+	free(sb->cnt);
+	free(sb->eb);
+	free(sb->c);
+	free(sb->a);
+	free(sb->b);
+}
+
+double piper_stage_tps(const struct piper_inst *pi, const int *nodes, int n, int t, int d,
+		       int y, int *tmpc)
+{
+	struct stage_buf sb = { 0 };
+	char *in = calloc((size_t)pi->nnodes, 1);
+	double *out = malloc(((size_t)y + 1) * sizeof *out), r = INFINITY;
+
+	if (in && out && !buf_alloc(&sb, pi) && y >= 1) {
+		for (int i = 0; i < n; i++)
+			in[nodes[i]] = 1;
+		if (crossing(pi, in, nodes, n, t, sb.ofs, sb.cnt, sb.eb)) {
+			contributions(pi, nodes, n, t, d, sb.eb, sb.c, sb.a, sb.b);
+			if (!knapsack(pi->mem, n, sb.ofs, sb.cnt, sb.c, sb.a, sb.b, y, out, y,
+				      tmpc))
+				r = out[y];
+		}
+	}
+	buf_release(&sb);
+	free(in);
+	free(out);
+	return r;
+}
+
+/* --- the DP --------------------------------------------------------------- */
+
+static double *cell(const struct ws *w, long id, int k)
+{
+	return w->dp + ((size_t)id * (size_t)(w->K + 1) + (size_t)k) * (size_t)(w->S + 1);
+}
+
+static int *drops_of(const struct ws *w, long id, int k)
+{
+	return w->drops + ((size_t)id * (size_t)(w->K + 1) + (size_t)k) * (size_t)(w->S + 2);
+}
+
+/* The drops of upset id, once its row is final. */
+static void set_drops(struct ws *w, long id)
+{
+	for (int k = 0; k <= w->K; k++) {
+		const double *c = cell(w, id, k);
+		int *dr = drops_of(w, id, k);
+
+		dr[0] = 1;
+		dr[1] = 0;
+		for (int s = 1; s <= w->S; s++)
+			if (c[s] + 1e-9 < c[s - 1])
+				dr[++dr[0]] = s;
+	}
+}
+
+/* dp[I][k][s] = min over s of max(dp[J][j][s - d], row(s)), visiting
+ * only the s - d where dp[J][j] drops (it falls with s, row rises): those
+ * before the crossing take dp[J]'s value, the first after it row's; the
+ * monotone pass after the upset carries them on. */
+static void update(const struct ws *w, long I, int k, long J, int j, const struct row *row)
+{
+	const double *from = cell(w, J, j);
+	const int *dr = drops_of(w, J, j), *f = dr + 1;
+	double *to = cell(w, I, k);
+	int lo = 0, hi = dr[0] - 1, u = -1, d = row->d;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+
+		if (f[mid] + d <= w->S && from[f[mid]] > row_at(row, f[mid] + d)) {
+			u = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	for (int v = 0; v <= u; v++)
+		if (from[f[v]] < to[f[v] + d])
+			to[f[v] + d] = from[f[v]];
+	if (u + 1 < dr[0] && f[u + 1] + d <= w->S) {
+		double x = row_at(row, f[u + 1] + d);
+
+		if (x < to[f[u + 1] + d])
+			to[f[u + 1] + d] = x;
+	}
+}
+
+/* The nodes of set I \ J into w->nodes (marked in w->in); their count. */
+static int stage_nodes(struct ws *w, long I, long J)
+{
+	const uint64_t *a = set_of(w, I), *b = set_of(w, J);
+	int n = 0;
+
+	memset(w->in, 0, (size_t)w->n);
+	for (int k = 0; k < w->words; k++)
+		for (uint64_t x = a[k] & ~b[k]; x; x &= x - 1) {
+			int v = k * 64 + __builtin_ctzll(x);
+
+			w->nodes[n++] = v;
+			w->in[v] = 1;
+		}
+	return n;
+}
+
+/* TPS[d][s] of stage I \ J for degree t into w->rows; 0 when some node
+ * lacks t. */
+static int stage_table(struct ws *w, struct stage_buf *sb, int n, int t)
+{
+	const struct piper_inst *pi = w->pi;
+	double se = 0, sw = 0, sp = 0, sa = 0, sm = 0;
+	int single = 1;
+
+	if (!crossing(pi, w->in, w->nodes, n, t, sb->ofs, sb->cnt, sb->eb))
+		return 0;
+	for (int i = 0; i < n && single; i++) {
+		const struct piper_tmpc *x = piper_degree_of(&pi->nodes[w->nodes[i]], t)->tmpc;
+
+		single = sb->cnt[i] == 1;
+		se += sb->eb[sb->ofs[i]];
+		sw += x->params;
+		sp += x->time;
+		sa += x->mem_a;
+		sm += x->mem_b;
+	}
+	for (int d = 1; d * t <= w->K; d++) {
+		struct row *r = &w->rows[d];
+		double *v = w->knap + (size_t)d * (size_t)(w->S + 2);
+
+		*r = (struct row){ .d = d };
+		if (pi->mbs % d)
+			continue;
+		/* one configuration per node: the sums of the terms, while the
+		 * memory a y + b fits */
+		if (single) {
+			r->c = (se / d + 4.0 * (d - 1) * sw / d / pi->mbs) / pi->bw + sp / d;
+			r->ymax = sm > pi->mem ? 0
+				  : sa > 0 ? (int)fmin((pi->mem - sm) / sa, w->S + 1) : w->S + 1;
+			while (r->ymax >= 1 && sa * r->ymax + sm > pi->mem)
+				r->ymax--;
+			continue;
+		}
+		contributions(pi, w->nodes, n, t, d, sb->eb, sb->c, sb->a, sb->b);
+		if (knapsack(pi->mem, n, sb->ofs, sb->cnt, sb->c, sb->a, sb->b, w->S / d + 1, v, 0,
+			     NULL))
+			return -1;
+		r->v = v;
+	}
+	return 1;
+}
+
+/* The sub-upsets of I (all, not I itself) into w->queue, smallest
+ * first; their count.  A scan of the smaller upsets with a word test
+ * each, cheaper than walking removals through the hash index. */
+static long sub_upsets(struct ws *w, long I)
+{
+	const uint64_t *a = set_of(w, I);
+	long n = 0;
+
+	for (long q = 0; q < w->nid && w->size[w->byz[q]] < w->size[I]; q++) {
+		const uint64_t *b = set_of(w, w->byz[q]);
+		int in = 1;
+
+		for (int k = 0; k < w->words && in; k++)
+			in = !(b[k] & ~a[k]);
+		if (in)
+			w->queue[n++] = w->byz[q];
+	}
+	return n;
+}
+
+static int degrees_max(const struct piper_inst *pi)
+{
+	int t = 1;
+
+	for (int v = 0; v < pi->nnodes; v++)
+		for (int k = 0; k < pi->nodes[v].ndeg; k++)
+			t = pi->nodes[v].deg[k].t > t ? pi->nodes[v].deg[k].t : t;
+	return t;
+}
+
+/* dp[I] from every sub-upset J, then made monotone. */
+static int fill(struct ws *w, struct stage_buf *sb, long I, long long *pairs)
+{
+	long nsub = sub_upsets(w, I);
+	int tmax = degrees_max(w->pi), K = w->K;
+
+	for (long q = 0; q < nsub; q++) {
+		long J = w->queue[q];
+		int n = stage_nodes(w, I, J);
+
+		(*pairs)++;
+		if ((*pairs & 1023) == 0 && w->deadline > 0 && now_s() > w->deadline)
+			return ap_err(AP_EINPUT, "piper", 0, "the search did not finish within "
+				      "its budget (%ld upsets)", w->nid);
+		for (int t = 1; t <= K && t <= tmax; t++) {
+			int st = stage_table(w, sb, n, t);
+
+			if (st < 0)
+				return AP_EFAIL;
+			for (int d = 1; st && d * t <= K; d++) {
+				/* a stage that fits no device updates nothing */
+				if (w->pi->mbs % d || !isfinite(row_at(&w->rows[d], d)))
+					continue;
+				for (int k = d * t; k <= K; k++)
+					update(w, I, k, J, k - d * t, &w->rows[d]);
+			}
+		}
+	}
+	for (int k = 0; k <= K; k++)
+		for (int s = 0; s <= w->S; s++) {
+			double *c = cell(w, I, k);
+
+			if (k > 0 && cell(w, I, k - 1)[s] < c[s])
+				c[s] = cell(w, I, k - 1)[s];
+			if (s > 0 && c[s - 1] < c[s])
+				c[s] = c[s - 1];
+		}
+	set_drops(w, I);
+	return AP_OK;
+}
+
+/* Walks back from (I, k, s) to the empty set, as the reference does. */
+static int reconstruct(struct ws *w, struct stage_buf *sb, long I, int k, int s,
+		       struct piper_result *res)
+{
+	const struct piper_inst *pi = w->pi;
+	int tmax = degrees_max(pi);
+
+	while (w->size[I] > 0) {
+		long nsub = sub_upsets(w, I), found = -1;
+		int ft = 0, fd = 0, n = 0;
+
+		for (long q = 0; q < nsub && found < 0; q++) {
+			long J = w->queue[q];
+
+			n = stage_nodes(w, I, J);
+			for (int t = 1; t <= k && t <= tmax && found < 0; t++) {
+				int st = stage_table(w, sb, n, t);
+
+				if (st < 0)
+					return AP_EFAIL;
+				for (int d = 1; st && t * d <= k && d <= s && found < 0; d++) {
+					double v;
+
+					if (pi->mbs % d)
+						continue;
+					v = fmax(cell(w, J, k - t * d)[s - d],
+						 row_at(&w->rows[d], s));
+					if (fabs(cell(w, I, k)[s] - v) < 1e-9) {
+						found = J;
+						ft = t;
+						fd = d;
+					}
+				}
+			}
+		}
+		if (found < 0)
+			return ap_err(AP_EFAIL, "piper", 0, "no step of the solution found");
+		{
+			struct piper_stage *st, *v = realloc(res->stages, ((size_t)res->nstages + 1) *
+								     sizeof *v);
+			if (!v)
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			res->stages = v;
+			st = &res->stages[res->nstages++];
+			memset(st, 0, sizeof *st);
+			st->nnodes = n;
+			st->t = ft;
+			st->d = fd;
+			st->nodes = malloc((size_t)n * sizeof *st->nodes);
+			st->tmpc = malloc((size_t)n * sizeof *st->tmpc);
+			if (!st->nodes || !st->tmpc)
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			memcpy(st->nodes, w->nodes, (size_t)n * sizeof *st->nodes);
+			st->tps = piper_stage_tps(pi, st->nodes, n, ft, fd, (s + fd - 1) / fd,
+						  st->tmpc);
+		}
+		k -= ft * fd;
+		s -= fd;
+		I = found;
+	}
+	return AP_OK;
+}
+
+int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
+		struct piper_result *res)
+{
+	struct ws w = { .pi = pi, .n = pi->nnodes, .K = pi->max_devices, .max_ideals = max_ideals };
+	struct stage_buf sb = { 0 };
+	size_t hsize = 16;
+	long *byz = NULL, *cnt = NULL;
+	int rc;
+
+	memset(res, 0, sizeof *res);
+	res->tps = INFINITY;
+	w.S = pi->mbs < pi->max_devices ? pi->mbs : pi->max_devices;
+	w.words = (w.n + 63) / 64;
+	w.deadline = budget_s > 0 ? now_s() + budget_s : 0;
+	while (hsize < 2 * (size_t)max_ideals)
+		hsize *= 2;
+	w.hmask = hsize - 1;
+	w.cap = 1024;
+	w.hash = calloc(hsize, sizeof *w.hash);
+	w.sets = malloc((size_t)w.cap * (size_t)w.words * sizeof *w.sets);
+	w.size = malloc((size_t)w.cap * sizeof *w.size);
+	if (!w.hash || !w.sets || !w.size) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
+	}
+	rc = upsets(&w);
+	if (rc)
+		goto out;
+	res->ideals = w.nid;
+	w.dp = malloc((size_t)w.nid * (size_t)(w.K + 1) * (size_t)(w.S + 1) * sizeof *w.dp);
+	w.drops = malloc((size_t)w.nid * (size_t)(w.K + 1) * (size_t)(w.S + 2) * sizeof *w.drops);
+	w.nodes = malloc((size_t)w.n * sizeof *w.nodes);
+	w.in = calloc((size_t)w.n, 1);
+	w.queue = malloc((size_t)w.nid * sizeof *w.queue);
+	w.knap = malloc((size_t)(w.K + 1) * ((size_t)w.S + 2) * sizeof *w.knap);
+	w.rows = malloc((size_t)(w.K + 1) * sizeof *w.rows);
+	w.byz = byz = malloc((size_t)w.nid * sizeof *byz);
+	cnt = calloc((size_t)w.n + 2, sizeof *cnt);
+	if (!w.dp || !w.drops || !w.nodes || !w.in || !w.queue || !w.knap || !w.rows || !byz ||
+	    !cnt || buf_alloc(&sb, pi)) {
+		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < (size_t)w.nid * (size_t)(w.K + 1) * (size_t)(w.S + 1); i++)
+		w.dp[i] = i < (size_t)(w.K + 1) * (size_t)(w.S + 1) ? 0 : INFINITY;
+	/* upsets by size (counting sort; the empty set is the only one of 0) */
+	set_drops(&w, 0);
+	for (long id = 0; id < w.nid; id++)
+		cnt[w.size[id] + 1]++;
+	for (int z = 1; z <= w.n + 1; z++)
+		cnt[z] += cnt[z - 1];
+	for (long id = 0; id < w.nid; id++)
+		byz[cnt[w.size[id]]++] = id;
+	for (long q = 1; q < w.nid && !rc; q++)
+		rc = fill(&w, &sb, byz[q], &res->pairs);
+	if (!rc) {
+		long full = byz[w.nid - 1];
+		int bk = -1, bs = -1;
+
+		for (int k = 0; k <= w.K; k++)
+			for (int s = 1; s <= w.S; s++)
+				if (cell(&w, full, k)[s] + 1e-9 < res->tps) {
+					res->tps = cell(&w, full, k)[s];
+					bk = k;
+					bs = s;
+				}
+		if (isfinite(res->tps)) {
+			res->devices = bk;
+			res->sum_d = bs;
+			rc = reconstruct(&w, &sb, full, bk, bs, res);
+		}
+	}
+out:
+	buf_release(&sb);
+	free(byz);
+	free(cnt);
+	free(w.hash);
+	free(w.sets);
+	free(w.size);
+	free(w.dp);
+	free(w.drops);
+	free(w.nodes);
+	free(w.in);
+	free(w.queue);
+	free(w.knap);
+	free(w.rows);
+	if (rc)
+		piper_result_release(res);
+	return rc;
+}
+
+void piper_result_release(struct piper_result *res)
+{
+	for (int i = 0; i < res->nstages; i++) {
+		free(res->stages[i].nodes);
+		free(res->stages[i].tmpc);
+	}
+	free(res->stages);
+	res->stages = NULL;
+	res->nstages = 0;
+}

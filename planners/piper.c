@@ -1,0 +1,407 @@
+/*
+ * piper: Piper's planner (Tarnawski et al., "Piper: Multidimensional
+ * Planner for DNN Parallelization", NeurIPS 2021): a dynamic program over
+ * the upsets of the layer DAG that cuts it into a sequence of convex
+ * stages, each with a tensor-parallel degree t, a data-parallel degree d
+ * and a configuration per layer, minimising the time per sample of the
+ * slowest stage under each device's memory (core/piper_dp.c; the
+ * objective is stated in core/piper_dp.h and docs/piper.md).
+ *
+ * The instance.  A model read from a Piper input keeps its instance
+ * (graph.piper), whose configurations are used as given; the machine is
+ * the cluster's (`-c piper` is the input's own).  Any other model is made
+ * into one:
+ *  - a node per operator, an edge per input, carrying the producer's
+ *    output bytes of one micro-batch (the batch runs as N micro-batches,
+ *    `microbatches`, by default the smallest divisor of the batch at
+ *    least the devices);
+ *  - degree t for every t up to `max-tp` that divides the operator's
+ *    channels when it may split them (SOAP's c, our tensor parallelism),
+ *    one configuration each ("vanilla"; the simulator does not model
+ *    activation recomputation, so none is offered): time, the
+ *    simulator's forward plus backward of the shard for one micro-batch
+ *    (sim_op_cost()), plus, for an input a c-split shard needs whole, its
+ *    all-gather forward and reduce-scatter backward over the link inside
+ *    a node; parameter bytes of the shard; memory a = the shard's output
+ *    bytes of one micro-batch (held for the backward, y of them in
+ *    flight), b = 3 x its parameter bytes (weights, gradients, momentum);
+ *    no tensor-parallel bytes on edges between stages;
+ *  - the bandwidth is the cluster's slowest link (the NICs when it has
+ *    several nodes), memory its devices'.
+ *
+ * The plan: one stage per Piper stage, in order, on the next t x d
+ * devices: d round-robin replicas (the plan's stage `replicas`) of t
+ * devices each, every operator split t ways along c; PipeDream-Flush
+ * (`1f1b`, a synchronous 1F1B whose in-flight micro-batches are Piper's
+ * y) over N micro-batches.  planner_est_ms is N times the TPS.  A
+ * configuration other than the first (Piper's activation recomputation)
+ * is recorded in the statistics (`recomputed`), not in the plan: the
+ * simulator charges such a layer as vanilla.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "piper_dp.h"
+#include "planner.h"
+#include "sim.h"
+
+/* The micro-batches of a model's batch: the option, or the smallest
+ * divisor of the batch at least nd. */
+static int microbatches(const struct planner_input *in, int nd)
+{
+	int64_t b = in->g->batch, m = (int64_t)planner_real(in, "microbatches");
+
+	if (m > 0)
+		return b % m == 0 ? (int)m : -1;
+	for (int64_t d = nd; d <= b; d++)
+		if (b % d == 0)
+			return (int)d;
+	return (int)b;
+}
+
+static double slowest_bw(const struct cluster *c)
+{
+	return c->nodes > 1 && c->inter.bw_bytes_per_s < c->intra.bw_bytes_per_s
+		       ? c->inter.bw_bytes_per_s : c->intra.bw_bytes_per_s;
+}
+
+static int find_root(int *up, int x)
+{
+	while (up[x] != x)
+		x = up[x] = up[up[x]];
+	return x;
+}
+
+/* The layers of a model, gid[op] (dense ids, in order of their first
+ * operator): the operators of one repeat iteration are one layer (a
+ * transformer or residual block, as Piper's inputs have them), and an
+ * operator outside them whose only successor has it as its only
+ * predecessor, or the other way round, is merged with it, repeatedly (a
+ * chain of operators is one layer, or part of the block it leads into or
+ * out of; two blocks are never merged).  Both keep every layer convex, so
+ * the layer graph stays a DAG. */
+static int layers(const struct graph *g, int *gid, int *ng)
+{
+	int n = g->nops, changed = 1;
+	int *up = malloc((size_t)n * sizeof *up), *succ = malloc((size_t)n * sizeof *succ);
+	int *pred = malloc((size_t)n * sizeof *pred);
+	char *lay = malloc((size_t)n + 1); /* per root: it holds a block's iteration */
+
+	if (!up || !succ || !pred || !lay) {
+		free(up);
+		free(succ);
+		free(pred);
+		free(lay);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (int i = 0; i < n; i++)
+		lay[i] = g->ops[i].block >= 0;
+	for (int i = 0; i < n; i++)
+		up[i] = i > 0 && g->ops[i].block >= 0 && g->ops[i].block == g->ops[i - 1].block &&
+				g->ops[i].iter == g->ops[i - 1].iter
+			? find_root(up, i - 1) : i;
+	while (changed) {
+		changed = 0;
+		/* per root: its one successor and predecessor root, -1 none,
+		 * -2 several */
+		for (int i = 0; i < n; i++)
+			succ[i] = pred[i] = -1;
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < g->ops[i].nin; k++) {
+				int a = find_root(up, g->ops[i].in[k]), b = find_root(up, i);
+
+				if (a == b)
+					continue;
+				succ[a] = succ[a] == -1 || succ[a] == b ? b : -2;
+				pred[b] = pred[b] == -1 || pred[b] == a ? a : -2;
+			}
+		for (int a = 0; a < n; a++)
+			if (find_root(up, a) == a && succ[a] >= 0 && pred[succ[a]] == a &&
+			    !(lay[a] && lay[succ[a]])) {
+				lay[a] |= lay[succ[a]];
+				up[succ[a]] = a;
+				changed = 1;
+				break;
+			}
+	}
+	*ng = 0;
+	for (int i = 0; i < n; i++)
+		succ[i] = -1;
+	for (int i = 0; i < n; i++) {
+		int r = find_root(up, i);
+
+		if (succ[r] < 0)
+			succ[r] = (*ng)++;
+		gid[i] = succ[r];
+	}
+	free(up);
+	free(succ);
+	free(pred);
+	free(lay);
+	return AP_OK;
+}
+
+/* Whether op i may run split t ways along c. */
+static int splits(const struct op *op, int t)
+{
+	return t == 1 || ((op->split_mask & (1u << DIM_C)) && shape_size(&op->out, DIM_C) % t == 0);
+}
+
+/* Adds operator i's share to layer configuration x for degree t. */
+static int add_op(const struct planner_input *in, int i, int t, int N, struct piper_tmpc *x)
+{
+	const struct graph *g = in->g;
+	const struct op *op = &g->ops[i];
+	int deg[NDIMS] = { 1, 1, 1, 1, 1 }, rc;
+	struct plan_op po = { .degree = { 1, 1, 1, 1, 1 } };
+	struct op_cost oc;
+
+	deg[DIM_C] = po.degree[DIM_C] = t;
+	rc = sim_op_cost(in->p, g, i, deg, N, &oc);
+	if (rc)
+		return rc;
+	x->time += 1e-6 * (oc.fwd_us + oc.bwd_us);
+	for (int k = 0; k < op->nin && t > 1; k++)
+		if (!op_input_follows(op, k, DIM_C))
+			x->time += 2.0 * (t - 1) / t * (double)g->ops[op->in[k]].out_bytes / N /
+				   in->c->intra.bw_bytes_per_s;
+	x->params += (double)plan_param_shard_bytes(op, &po);
+	x->mem_a += (double)op->out_bytes / N / t;
+	x->mem_b = 3 * x->params;
+	return AP_OK;
+}
+
+/* Edge u -> v of the layer graph, adding bytes (one edge per pair). */
+static int add_edge(struct piper_inst *pi, int *cap, int u, int v, double bytes)
+{
+	for (int e = 0; e < pi->nedges; e++)
+		if (pi->edges[e].src == u && pi->edges[e].dst == v) {
+			pi->edges[e].bytes += bytes;
+			return AP_OK;
+		}
+	if (pi->nedges == *cap) {
+		int c = *cap ? 2 * *cap : 64;
+		struct piper_edge *x = realloc(pi->edges, (size_t)c * sizeof *x);
+
+		if (!x)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		pi->edges = x;
+		*cap = c;
+	}
+	pi->edges[pi->nedges++] = (struct piper_edge){ u, v, bytes };
+	return AP_OK;
+}
+
+/* Every node's in and out edge lists from pi->edges. */
+static int edge_lists(struct piper_inst *pi)
+{
+	for (int e = 0; e < pi->nedges; e++) {
+		pi->nodes[pi->edges[e].src].nout++;
+		pi->nodes[pi->edges[e].dst].nin++;
+	}
+	for (int v = 0; v < pi->nnodes; v++) {
+		struct piper_node *x = &pi->nodes[v];
+
+		x->in = malloc(((size_t)x->nin + 1) * sizeof *x->in);
+		x->out = malloc(((size_t)x->nout + 1) * sizeof *x->out);
+		if (!x->in || !x->out)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		x->nin = x->nout = 0;
+	}
+	for (int e = 0; e < pi->nedges; e++) {
+		struct piper_node *u = &pi->nodes[pi->edges[e].src], *v = &pi->nodes[pi->edges[e].dst];
+
+		u->out[u->nout++] = e;
+		v->in[v->nin++] = e;
+	}
+	return AP_OK;
+}
+
+/* The instance of a model that is not a Piper input (see the top), over
+ * its layers gid[]. */
+static int build(const struct planner_input *in, int N, const int *gid, int ng,
+		 struct piper_inst *pi)
+{
+	const struct graph *g = in->g;
+	int tmax = planner_real(in, "max-tp") > 1 ? (int)planner_real(in, "max-tp") : 1;
+	int nd = cluster_ndevices(in->c), cap = 0, rc = AP_OK;
+
+	memset(pi, 0, sizeof *pi);
+	pi->nnodes = ng;
+	pi->max_devices = nd;
+	pi->mbs = N;
+	pi->mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
+	pi->bw = slowest_bw(in->c);
+	pi->nodes = calloc((size_t)ng, sizeof *pi->nodes);
+	if (!pi->nodes)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	/* a producer's output goes once to each layer that reads it */
+	for (int i = 0; i < g->nops && !rc; i++)
+		for (int k = 0; k < g->ops[i].nin && !rc; k++) {
+			int u = g->ops[i].in[k], dup = 0;
+
+			for (int q = 0; q < k; q++)
+				dup |= g->ops[i].in[q] == u;
+			for (int j = 0; j < i && !dup; j++)
+				for (int q = 0; q < g->ops[j].nin && !dup; q++)
+					dup = gid[j] == gid[i] && g->ops[j].in[q] == u;
+			if (gid[u] != gid[i] && !dup)
+				rc = add_edge(pi, &cap, gid[u], gid[i], (double)g->ops[u].out_bytes / N);
+		}
+	if (!rc)
+		rc = edge_lists(pi);
+	for (int v = 0; v < ng && !rc; v++) {
+		struct piper_node *x = &pi->nodes[v];
+
+		x->deg = calloc((size_t)tmax, sizeof *x->deg);
+		if (!x->deg)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		for (int t = 1; t <= tmax && t <= nd && !rc; t++) {
+			struct piper_degree *d;
+			int ok = 1;
+
+			for (int i = 0; i < g->nops && ok; i++)
+				ok = gid[i] != v || splits(&g->ops[i], t);
+			if (!ok)
+				continue;
+			d = &x->deg[x->ndeg++];
+			d->t = t;
+			d->ntmpc = 1;
+			d->tmpc = calloc(1, sizeof *d->tmpc);
+			if (!d->tmpc)
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			d->tmpc->id = strdup("vanilla");
+			d->tmpc->sync_fw = calloc((size_t)x->nin + 1, sizeof(double));
+			d->tmpc->sync_bw = calloc((size_t)x->nout + 1, sizeof(double));
+			if (!d->tmpc->id || !d->tmpc->sync_fw || !d->tmpc->sync_bw)
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			for (int i = 0; i < g->nops && !rc; i++)
+				if (gid[i] == v)
+					rc = add_op(in, i, t, N, d->tmpc);
+		}
+	}
+	return rc;
+}
+
+/* Fills out from the solution: stage by stage on consecutive devices. */
+static int emit(const struct graph *g, const struct piper_result *r, int N, const int *gid,
+		struct plan *out)
+{
+	int rc = plan_alloc(out, g, r->nstages), base = 0;
+
+	out->sched = SCHED_1F1B;
+	out->microbatches = N;
+	for (int s = 0; s < r->nstages && !rc; s++) {
+		const struct piper_stage *st = &r->stages[s];
+		int nd = st->t * st->d, *devs = malloc((size_t)nd * sizeof *devs), nxt = s + 1;
+
+		if (!devs)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		for (int k = 0; k < nd; k++)
+			devs[k] = base + k;
+		out->stages[s].id = s;
+		out->stages[s].replicas = st->d;
+		rc = plan_set_devices(&out->stages[s].devices, &out->stages[s].ndev, devs, nd);
+		if (!rc && s + 1 < r->nstages)
+			rc = plan_set_devices(&out->stages[s].next, &out->stages[s].nnext, &nxt, 1);
+		for (int i = 0; i < g->nops && !rc; i++) {
+			struct plan_op *po = &out->ops[i];
+			int mine = 0;
+
+			for (int q = 0; q < st->nnodes && !mine; q++)
+				mine = st->nodes[q] == gid[i];
+			if (!mine)
+				continue;
+
+			po->stage = s;
+			for (int d = 0; d < NDIMS; d++)
+				po->degree[d] = d == DIM_C ? st->t : 1;
+			rc = plan_set_devices(&po->devices, &po->ndev, devs, st->t);
+		}
+		free(devs);
+		base += nd;
+	}
+	return rc;
+}
+
+static int plan_piper(const struct planner_input *in, struct plan *out)
+{
+	const struct graph *g = in->g;
+	struct piper_inst own = { 0 }, pi;
+	struct piper_result r = { 0 };
+	int nd = cluster_ndevices(in->c), N, rc, recomputed = 0, ng = g->nops;
+	int *gid = malloc(((size_t)g->nops + 1) * sizeof *gid);
+
+	if (!gid)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int i = 0; i < g->nops; i++)
+		gid[i] = i;
+
+	if (g->piper) {
+		pi = *g->piper;
+		pi.max_devices = nd;
+		pi.mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
+		pi.bw = slowest_bw(in->c);
+		N = pi.mbs;
+		rc = g->batch % N ? ap_err(AP_EINPUT, "piper", 0, "the batch (%lld) is not %d "
+					   "micro-batches of the Piper input",
+					   (long long)g->batch, N) : AP_OK;
+	} else {
+		N = microbatches(in, nd);
+		rc = N < 1 ? ap_err(AP_EINPUT, "piper", 0, "microbatches must divide the batch "
+				    "(%lld)", (long long)g->batch) : layers(g, gid, &ng);
+		if (!rc)
+			rc = build(in, N, gid, ng, &own);
+		pi = own;
+	}
+	if (rc) {
+		piper_inst_release(&own);
+		free(gid);
+		return rc;
+	}
+	rc = piper_solve(&pi, (long)planner_real(in, "max-ideals"), in->budget_s, &r);
+	if (!rc && !isfinite(r.tps))
+		rc = ap_err(AP_EINPUT, "piper", 0, "no partition of '%s' on %d devices fits "
+			    "%.3g GB per device", g->name, nd, pi.mem / 1e9);
+	if (!rc)
+		rc = emit(g, &r, N, gid, out);
+	for (int s = 0; s < r.nstages; s++)
+		for (int i = 0; i < r.stages[s].nnodes; i++)
+			recomputed += r.stages[s].tmpc[i] > 0;
+	if (!rc)
+		rc = plan_set_stat(out, "planner_est_ms", 1e3 * r.tps * N);
+	if (!rc)
+		rc = plan_set_stat(out, "tps_ms", 1e3 * r.tps);
+	if (!rc)
+		rc = plan_set_stat(out, "ideals", (double)r.ideals);
+	if (!rc)
+		rc = plan_set_stat(out, "pairs", (double)r.pairs);
+	if (!rc)
+		rc = plan_set_stat(out, "stages", r.nstages);
+	if (!rc)
+		rc = plan_set_stat(out, "recomputed", recomputed);
+	if (!rc)
+		rc = plan_set_stat(out, "layers", pi.nnodes);
+	piper_result_release(&r);
+	piper_inst_release(&own);
+	free(gid);
+	return rc;
+}
+
+const struct planner planner_piper = {
+	.name = "piper",
+	.description = "DP over the DAG's upsets: convex stages with tensor, data parallelism "
+		       "and per-layer configurations",
+	.anchor = "Tarnawski et al., NeurIPS 2021",
+	.plan = plan_piper,
+	.options = (const struct planner_option[]){
+		{ "microbatches", POPT_INT, "0", NULL,
+		  "micro-batches N of a model's batch (0: the smallest divisor at least the devices)" },
+		{ "max-tp", POPT_INT, "8", NULL, "the largest tensor-parallel degree offered" },
+		{ "max-ideals", POPT_INT, "40000", NULL,
+		  "refuse a DAG with more upsets (Piper's own limit)" },
+		{ 0 },
+	},
+};

@@ -1,0 +1,248 @@
+/*
+ * Piper's dynamic program (core/piper_dp.c) against exhaustive search on
+ * tiny DAGs, and the `piper` planner on the zoo through the command.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include "err.h"
+#include "piper_dp.h"
+
+static uint64_t rng = 88172645463325252ull;
+
+static double uniform(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* A random DAG of n nodes (edges only forward in id order), degrees 1
+ * and, for some instances, 2 on every node, one or two configurations
+ * per degree (the second slower and smaller: activation recomputation). */
+static void random_inst(struct piper_inst *pi, int n)
+{
+	int tp = uniform() < 0.4;
+
+	memset(pi, 0, sizeof *pi);
+	pi->nnodes = n;
+	pi->max_devices = 1 + (int)(uniform() * 4);
+	pi->mbs = uniform() < 0.5 ? 2 : 4;
+	pi->bw = 1e9;
+	pi->mem = 2e9 + uniform() * 8e9;
+	pi->nodes = calloc((size_t)n, sizeof *pi->nodes);
+	pi->edges = calloc((size_t)n * (size_t)n, sizeof *pi->edges);
+	assert_non_null(pi->nodes);
+	assert_non_null(pi->edges);
+	for (int v = 1; v < n; v++)
+		for (int u = 0; u < v; u++)
+			if (u == v - 1 || uniform() < 0.3)
+				pi->edges[pi->nedges++] = (struct piper_edge){ u, v, uniform() * 1e7 };
+	for (int v = 0; v < n; v++) {
+		struct piper_node *x = &pi->nodes[v];
+
+		x->in = calloc((size_t)pi->nedges + 1, sizeof *x->in);
+		x->out = calloc((size_t)pi->nedges + 1, sizeof *x->out);
+		assert_non_null(x->in);
+		assert_non_null(x->out);
+	}
+	for (int e = 0; e < pi->nedges; e++) {
+		struct piper_node *u = &pi->nodes[pi->edges[e].src], *v = &pi->nodes[pi->edges[e].dst];
+
+		u->out[u->nout++] = e;
+		v->in[v->nin++] = e;
+	}
+	for (int v = 0; v < n; v++) {
+		struct piper_node *x = &pi->nodes[v];
+
+		x->ndeg = tp ? 2 : 1;
+		x->deg = calloc(2, sizeof *x->deg);
+		assert_non_null(x->deg);
+		for (int k = 0; k < x->ndeg; k++) {
+			struct piper_degree *g = &x->deg[k];
+
+			g->t = k + 1;
+			g->ntmpc = uniform() < 0.5 ? 2 : 1;
+			g->tmpc = calloc(2, sizeof *g->tmpc);
+			assert_non_null(g->tmpc);
+			for (int l = 0; l < g->ntmpc; l++) {
+				struct piper_tmpc *c = &g->tmpc[l];
+
+				c->id = strdup(l ? "activation recomp" : "vanilla");
+				c->time = (0.001 + uniform() * 0.01) / g->t * (l ? 1.5 : 1);
+				c->params = uniform() * 5e8 / g->t;
+				c->mem_a = uniform() * 1e9 / g->t * (l ? 0.2 : 1);
+				c->mem_b = 3 * c->params + (l ? uniform() * 1e8 : 0);
+				c->sync_fw = calloc((size_t)x->nin + 1, sizeof(double));
+				c->sync_bw = calloc((size_t)x->nout + 1, sizeof(double));
+				assert_non_null(c->sync_fw);
+				assert_non_null(c->sync_bw);
+				for (int e = 0; e < x->nin && g->t > 1; e++)
+					c->sync_fw[e] = uniform() * 1e6;
+				for (int e = 0; e < x->nout && g->t > 1; e++)
+					c->sync_bw[e] = uniform() * 1e6;
+			}
+		}
+	}
+}
+
+/* Exhaustive search: every chain of upsets from the whole set down to
+ * the empty one, each difference a stage with every t and d; a plan's
+ * stages take y = ceil(sum of d from it on / d). */
+struct ex {
+	const struct piper_inst *pi;
+	unsigned up[8];
+	int t[8], d[8], m;
+	double best;
+};
+
+static int is_upset(const struct piper_inst *pi, unsigned set)
+{
+	for (int e = 0; e < pi->nedges; e++)
+		if ((set >> pi->edges[e].src & 1) && !(set >> pi->edges[e].dst & 1))
+			return 0;
+	return 1;
+}
+
+static void evaluate(struct ex *x)
+{
+	int dev = 0, sum = 0, suffix, S = x->pi->mbs < x->pi->max_devices ? x->pi->mbs
+									     : x->pi->max_devices;
+	double worst = 0;
+
+	for (int i = 0; i < x->m; i++) {
+		dev += x->t[i] * x->d[i];
+		sum += x->d[i];
+	}
+	if (dev > x->pi->max_devices || sum > S)
+		return;
+	suffix = sum;
+	for (int i = 0; i < x->m; i++) {
+		int nodes[8], n = 0;
+		unsigned stage = x->up[i] & ~(i + 1 < x->m ? x->up[i + 1] : 0u);
+
+		for (int v = 0; v < x->pi->nnodes; v++)
+			if (stage >> v & 1)
+				nodes[n++] = v;
+		worst = fmax(worst, piper_stage_tps(x->pi, nodes, n, x->t[i], x->d[i],
+						    (suffix + x->d[i] - 1) / x->d[i], NULL));
+		suffix -= x->d[i];
+	}
+	x->best = fmin(x->best, worst);
+}
+
+static void search(struct ex *x, unsigned cur)
+{
+	if (cur == 0) {
+		evaluate(x);
+		return;
+	}
+	for (unsigned sub = (cur - 1) & cur;; sub = (sub - 1) & cur) {
+		if (is_upset(x->pi, sub))
+			for (int t = 1; t <= 2; t++)
+				for (int d = 1; t * d <= x->pi->max_devices; d++) {
+					if (x->pi->mbs % d)
+						continue;
+					x->up[x->m] = cur;
+					x->t[x->m] = t;
+					x->d[x->m] = d;
+					x->m++;
+					if (x->m < 8)
+						search(x, sub);
+					x->m--;
+				}
+		if (sub == 0)
+			break;
+	}
+}
+
+/* The DP finds the exhaustive optimum (or that nothing fits) on 300
+ * random DAGs of 1 to 5 nodes. */
+static void test_exact_on_tiny_dags(void **state)
+{
+	int feasible = 0;
+
+	(void)state;
+	for (int k = 0; k < 300; k++) {
+		struct piper_inst pi;
+		struct piper_result r;
+		struct ex x = { .best = INFINITY };
+
+		random_inst(&pi, 1 + k % 5);
+		x.pi = &pi;
+		search(&x, (1u << pi.nnodes) - 1);
+		assert_int_equal(piper_solve(&pi, 40000, 0, &r), AP_OK);
+		if (isinf(x.best) != isinf(r.tps) ||
+		    (isfinite(x.best) && fabs(r.tps - x.best) > 1e-9 * x.best))
+			fail_msg("instance %d (%d nodes, %d edges, %d devices, N %d): DP %.12g, "
+				 "exhaustive %.12g", k, pi.nnodes, pi.nedges, pi.max_devices, pi.mbs,
+				 r.tps, x.best);
+		if (isfinite(r.tps)) {
+			int dev = 0, covered = 0;
+
+			feasible++;
+			/* the solution's stages cover every node once, within the
+			 * devices, and its worst stage is its TPS */
+			double worst = 0;
+
+			for (int s = 0; s < r.nstages; s++) {
+				dev += r.stages[s].t * r.stages[s].d;
+				covered += r.stages[s].nnodes;
+				worst = fmax(worst, r.stages[s].tps);
+			}
+			assert_int_equal(covered, pi.nnodes);
+			assert_true(dev <= pi.max_devices);
+			assert_true(worst <= r.tps * (1 + 1e-9));
+		}
+		piper_result_release(&r);
+		piper_inst_release(&pi);
+	}
+	assert_true(feasible > 150);
+}
+
+/* The planner on the zoo through the command: plans validate and
+ * simulate, and the search statistics are recorded. */
+static void test_zoo_plans(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "mlp", "1x4:v100" }, { "resnet50", "summit-2x4" }, { "gnmt", "summit-4x4" },
+		{ "dlrm", "summit-2x4" }, { "candle_uno", "summit-4x4" },
+	};
+	char out[8192], cmd[1024], buf[65536];
+
+	(void)state;
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		const char *plan = tmp_write("piper-plan.json", "");
+
+		snprintf(cmd, sizeof cmd, "plan -m %s -c %s -P piper -o %s", cases[k][0],
+			 cases[k][1], plan);
+		if (test_autopar(cmd, 1, out, sizeof out) != 0)
+			fail_msg("%s: %s", cmd, out);
+		test_read_file(plan, buf, sizeof buf);
+		assert_non_null(strstr(buf, "\"ideals\""));
+		assert_non_null(strstr(buf, "\"tps_ms\""));
+		snprintf(cmd, sizeof cmd, "sim %s", plan);
+		if (test_autopar(cmd, 1, out, sizeof out) != 0)
+			fail_msg("%s: %s", cmd, out);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exact_on_tiny_dags),
+		cmocka_unit_test(test_zoo_plans),
+	};
+
+	return cmocka_run_group_tests_name("piper planner", tests, NULL, NULL);
+}
