@@ -30,8 +30,11 @@
  *    several nodes), memory its devices'.
  *
  * The plan: one stage per Piper stage, in order, on the next t x d
- * devices: d round-robin replicas (the plan's stage `replicas`) of t
- * devices each, every operator split t ways along c; PipeDream-Flush
+ * devices, every operator split t ways along c (tensor parallelism) and
+ * d ways along n (data parallelism: each micro-batch shared by the d
+ * groups), or, where the micro-batch or an operator does not split d
+ * ways, d round-robin replicas (the plan's stage `replicas`) of t
+ * devices each, which take the micro-batches in turn; PipeDream-Flush
  * (`1f1b`, a synchronous 1F1B whose in-flight micro-batches are Piper's
  * y) over N micro-batches.  planner_est_ms is N times the TPS.  A
  * configuration other than the first (Piper's activation recomputation)
@@ -286,10 +289,18 @@ static int build(const struct planner_input *in, int N, const int *gid, int ng,
 }
 
 /* Fills out from the solution: stage by stage on consecutive devices. */
+static int in_stage(const struct piper_stage *st, int layer)
+{
+	for (int q = 0; q < st->nnodes; q++)
+		if (st->nodes[q] == layer)
+			return 1;
+	return 0;
+}
+
 static int emit(const struct graph *g, const struct piper_result *r, int N, const int *gid,
 		struct plan *out)
 {
-	int rc = plan_alloc(out, g, r->nstages), base = 0;
+	int rc = plan_alloc(out, g, r->nstages), base = 0, split;
 
 	out->sched = SCHED_1F1B;
 	out->microbatches = N;
@@ -301,24 +312,26 @@ static int emit(const struct graph *g, const struct piper_result *r, int N, cons
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		for (int k = 0; k < nd; k++)
 			devs[k] = base + k;
+		/* data parallelism splits every micro-batch d ways along n
+		 * where it divides and every operator allows it, else the d
+		 * groups are round-robin replicas */
+		split = st->d > 1 && g->batch / N % st->d == 0;
+		for (int i = 0; i < g->nops && split; i++)
+			split = !in_stage(st, gid[i]) || (g->ops[i].split_mask & (1u << DIM_N));
 		out->stages[s].id = s;
-		out->stages[s].replicas = st->d;
+		out->stages[s].replicas = split ? 1 : st->d;
 		rc = plan_set_devices(&out->stages[s].devices, &out->stages[s].ndev, devs, nd);
 		if (!rc && s + 1 < r->nstages)
 			rc = plan_set_devices(&out->stages[s].next, &out->stages[s].nnext, &nxt, 1);
 		for (int i = 0; i < g->nops && !rc; i++) {
 			struct plan_op *po = &out->ops[i];
-			int mine = 0;
 
-			for (int q = 0; q < st->nnodes && !mine; q++)
-				mine = st->nodes[q] == gid[i];
-			if (!mine)
+			if (!in_stage(st, gid[i]))
 				continue;
-
 			po->stage = s;
 			for (int d = 0; d < NDIMS; d++)
-				po->degree[d] = d == DIM_C ? st->t : 1;
-			rc = plan_set_devices(&po->devices, &po->ndev, devs, st->t);
+				po->degree[d] = d == DIM_C ? st->t : d == DIM_N && split ? st->d : 1;
+			rc = plan_set_devices(&po->devices, &po->ndev, devs, split ? nd : st->t);
 		}
 		free(devs);
 		base += nd;
