@@ -147,7 +147,7 @@ static int run(int argc, char **argv)
 		row.budget_s = cell->budget_s;
 		row.weak = cell->batch.per_device;
 		ap_err_quiet(1);
-		st = load_cluster(cell->cluster, &c);
+		st = load_cluster(cell->cluster, cell->model, &c);
 		if (!st)
 			st = batch_model_load(cell->model, &cell->batch, cluster_ndevices(&c), &g);
 		/* a model that does not load keeps the batch asked for (0 = its own) */

@@ -53,7 +53,7 @@ static int run(int argc, char **argv)
 		       (long long)g.batch);
 	}
 	if (cspec) {
-		rc = load_cluster(cspec, &cl);
+		rc = load_cluster(cspec, model, &cl);
 		if (rc)
 			goto out;
 		printf("cluster '%s': %d x %d %s: ok\n", cl.name, cl.nodes, cl.per_node,
@@ -90,10 +90,12 @@ const struct command cmd_check = {
 	.usage = "usage: autopar check [-m MODEL] [-b BATCH] [-c CLUSTER] [-p PROFILE] [PLAN.json]\n\n"
 		 "Reads each input given and reports the first problem as\n"
 		 "FILE:LINE: message (exit 2), or one 'ok' line per input.\n\n"
-		 "  -m, --model M     zoo name, .model file or PipeDream .txt profile\n"
+		 "  -m, --model M     zoo name, .model file, PipeDream .txt profile or\n"
+		 "                    Piper .json input\n"
 		 "  -b, --batch N     batch size for the model\n"
 		 "  -c, --cluster C   preset name (autopar clusters) or inline spec\n"
-		 "                    such as 4x4:v100,intra=12GB/s,inter=10Gb/s\n"
+		 "                    such as 4x4:v100,intra=12GB/s,inter=10Gb/s; piper:\n"
+		 "                    the machine of the Piper input -m names\n"
 		 "  -p, --profile P   profile directory (a name under profiles/ or a path)\n"
 		 "  PLAN.json         a plan, validated against -m and -c\n",
 	.run = run,

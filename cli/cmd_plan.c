@@ -99,7 +99,7 @@ static int run(int argc, char **argv)
 	rc = batch_spec_parse(bspec, "-b", 0, &bs);
 	if (rc)
 		goto out;
-	rc = load_cluster(cspec, &c);
+	rc = load_cluster(cspec, model, &c);
 	if (!rc)
 		rc = batch_model_load(model, &bs, cluster_ndevices(&c), &g);
 	if (!rc)
@@ -135,8 +135,10 @@ const struct command cmd_plan = {
 		 "the plan and writes it. Without -p the profile is the one the cluster\n"
 		 "names (autopar clusters), and the output says whether its rows are\n"
 		 "measured or analytic.\n\n"
-		 "  -m, --model M       zoo name, .model file or pipedream/NAME\n"
-		 "  -c, --cluster C     preset name or inline spec (4x4:v100,inter=10Gb/s)\n"
+		 "  -m, --model M       zoo name, .model file, pipedream/NAME, or a Piper\n"
+		 "                      .json input (or piper/NAME)\n"
+		 "  -c, --cluster C     preset name or inline spec (4x4:v100,inter=10Gb/s);\n"
+		 "                      piper: the machine of the Piper input -m names\n"
 		 "  -p, --profile P     profile directory: a name under profiles/ or a path\n"
 		 "  -P, --planner NAME  the planner; its options may follow the name,\n"
 		 "                      NAME:opt,opt=value, or be given as --opt [value]\n"

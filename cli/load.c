@@ -9,12 +9,31 @@
 #include "datadir.h"
 #include "err.h"
 #include "model_io.h"
+#include "piper_io.h"
 
-int load_cluster(const char *spec, struct cluster *c)
+int load_cluster(const char *spec, const char *model, struct cluster *c)
 {
+	struct graph g;
 	char csv[4096];
+	int st;
 
-	return cluster_resolve(spec, datapath(csv, sizeof csv, "profiles/clusters.csv"), c);
+	if (!spec || strcmp(spec, "piper"))
+		return cluster_resolve(spec, datapath(csv, sizeof csv, "profiles/clusters.csv"),
+				       c);
+	/* The machine is the model's, so read it here (a small file, read
+	 * twice where a command loads the model after the cluster). */
+	if (!model)
+		return ap_err(AP_EINPUT, "-c piper", 0, "needs a Piper input as the model (-m)");
+	graph_init(&g);
+	st = model_load(model, 0, &g);
+	if (!st && !g.piper)
+		st = ap_err(AP_EINPUT, "-c piper", 0, "model '%s' is not a Piper input (expected "
+			    "a Piper .json file or piper/NAME, whose machine -c piper takes)",
+			    model);
+	if (!st)
+		st = piper_cluster(g.piper, model, c);
+	graph_release(&g);
+	return st;
 }
 
 int load_profile(const char *name, const struct cluster *c, struct profile *p,
@@ -69,7 +88,7 @@ int load_plan_inputs(struct plan_inputs *in, const char *model, const char *cspe
 		prof = in->profile;
 	st = model_load(model ? model : in->model, batch, &in->g);
 	if (!st)
-		st = load_cluster(cspec ? cspec : in->cluster, &in->c);
+		st = load_cluster(cspec ? cspec : in->cluster, model ? model : in->model, &in->c);
 	if (!st)
 		st = load_profile(prof, &in->c, &in->p, used, sizeof used);
 	if (!st)

@@ -14,7 +14,9 @@
 #include "plan.h"
 #include "profile.h"
 
-int load_cluster(const char *spec, struct cluster *c);
+/* A preset, an inline spec, or `piper`: the machine of the Piper input
+ * model (which is read for it; an error for any other model). */
+int load_cluster(const char *spec, const char *model, struct cluster *c);
 
 /* Loads the profile named by name, or c's default when name is NULL;
  * writes the name used to used (len bytes). */

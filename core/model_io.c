@@ -16,6 +16,7 @@
 
 #include "datadir.h"
 #include "err.h"
+#include "piper_io.h"
 
 #define MAX_TOKENS 256
 #define LINE_MAX_LEN 4096
@@ -738,6 +739,7 @@ int model_write(const struct graph *g, FILE *f)
 
 int model_load(const char *arg, int64_t batch, struct graph *g)
 {
+	const char *name = arg;
 	char path[4096];
 	size_t n = strlen(arg);
 
@@ -754,5 +756,22 @@ int model_load(const char *arg, int64_t batch, struct graph *g)
 	}
 	if (n > 4 && strcmp(arg + n - 4, ".txt") == 0)
 		return pipedream_read(arg, batch, g);
+	if (strncmp(arg, "piper/", 6) == 0 && !strchr(arg + 6, '/') && arg[6] &&
+	    (n < 5 || strcmp(arg + n - 5, ".json"))) {
+		snprintf(path, sizeof path, "%s/profiles/%s.json", datadir(), arg);
+		arg = path;
+	}
+	if (arg == path || piper_is_input(arg)) {
+		int rc = piper_read_model(arg, g);
+
+		/* named as given, so a plan's model loads again as it was */
+		if (!rc && n < sizeof g->name)
+			snprintf(g->name, sizeof g->name, "%s", name);
+		if (!rc && batch > 0)
+			rc = graph_set_batch(g, batch);
+		if (rc)
+			graph_release(g);
+		return rc;
+	}
 	return model_read(model_path(path, sizeof path, arg), batch, g);
 }

@@ -23,7 +23,9 @@ int model_write(const struct graph *g, FILE *f);
  * batch > 0 rescales the measured numbers to that batch. */
 int pipedream_read(const char *path, int64_t batch, struct graph *g);
 
-/* A model argument: a zoo name, a .model file, or a PipeDream .txt file. */
+/* A model argument: a zoo name, a .model file, pipedream/NAME, a PipeDream
+ * .txt file, or a Piper .json input (piper_io.h; batch > 0 rescales its
+ * batch of micro-batches). */
 int model_load(const char *arg, int64_t batch, struct graph *g);
 
 #endif

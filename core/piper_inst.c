@@ -5,6 +5,8 @@
 
 #include <stdlib.h>
 
+#include "err.h"
+
 void piper_inst_release(struct piper_inst *pi)
 {
 	for (int v = 0; v < pi->nnodes; v++) {
@@ -36,4 +38,29 @@ const struct piper_degree *piper_degree_of(const struct piper_node *v, int t)
 		if (v->deg[k].t == t)
 			return v->deg[k].ntmpc > 0 ? &v->deg[k] : NULL;
 	return NULL;
+}
+
+int piper_edge_lists(struct piper_inst *pi)
+{
+	for (int e = 0; e < pi->nedges; e++) {
+		pi->nodes[pi->edges[e].src].nout++;
+		pi->nodes[pi->edges[e].dst].nin++;
+	}
+	for (int v = 0; v < pi->nnodes; v++) {
+		struct piper_node *x = &pi->nodes[v];
+
+		x->in = malloc((size_t)(x->nin ? x->nin : 1) * sizeof *x->in);
+		x->out = malloc((size_t)(x->nout ? x->nout : 1) * sizeof *x->out);
+		if (!x->in || !x->out)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		x->nin = x->nout = 0;
+	}
+	for (int e = 0; e < pi->nedges; e++) {
+		struct piper_node *u = &pi->nodes[pi->edges[e].src];
+		struct piper_node *v = &pi->nodes[pi->edges[e].dst];
+
+		u->out[u->nout++] = e;
+		v->in[v->nin++] = e;
+	}
+	return AP_OK;
 }

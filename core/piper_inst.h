@@ -57,6 +57,11 @@ struct piper_inst {
 
 void piper_inst_release(struct piper_inst *pi);
 
+/* Fills each node's in and out (nin, nout zero, the lists unallocated)
+ * with the indices of its incoming and outgoing edges in pi->edges, in
+ * their order there.  AP_EFAIL when out of memory. */
+int piper_edge_lists(struct piper_inst *pi);
+
 /* The TMPCs of node v for degree t, or NULL when it has none. */
 const struct piper_degree *piper_degree_of(const struct piper_node *v, int t);
 

@@ -197,31 +197,6 @@ static int add_edge(struct piper_inst *pi, int *cap, int u, int v, double bytes)
 	return AP_OK;
 }
 
-/* Every node's in and out edge lists from pi->edges. */
-static int edge_lists(struct piper_inst *pi)
-{
-	for (int e = 0; e < pi->nedges; e++) {
-		pi->nodes[pi->edges[e].src].nout++;
-		pi->nodes[pi->edges[e].dst].nin++;
-	}
-	for (int v = 0; v < pi->nnodes; v++) {
-		struct piper_node *x = &pi->nodes[v];
-
-		x->in = malloc(((size_t)x->nin + 1) * sizeof *x->in);
-		x->out = malloc(((size_t)x->nout + 1) * sizeof *x->out);
-		if (!x->in || !x->out)
-			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		x->nin = x->nout = 0;
-	}
-	for (int e = 0; e < pi->nedges; e++) {
-		struct piper_node *u = &pi->nodes[pi->edges[e].src], *v = &pi->nodes[pi->edges[e].dst];
-
-		u->out[u->nout++] = e;
-		v->in[v->nin++] = e;
-	}
-	return AP_OK;
-}
-
 /* The instance of a model that is not a Piper input (see the top), over
  * its layers gid[]. */
 static int build(const struct planner_input *in, int N, const int *gid, int ng,
@@ -254,7 +229,7 @@ static int build(const struct planner_input *in, int N, const int *gid, int ng,
 				rc = add_edge(pi, &cap, gid[u], gid[i], (double)g->ops[u].out_bytes / N);
 		}
 	if (!rc)
-		rc = edge_lists(pi);
+		rc = piper_edge_lists(pi);
 	for (int v = 0; v < ng && !rc; v++) {
 		struct piper_node *x = &pi->nodes[v];
 
@@ -328,6 +303,14 @@ static int emit(const struct graph *g, const struct piper_result *r, int N, cons
 
 			if (!in_stage(st, gid[i]))
 				continue;
+			if (st->t > 1 && !splits(&g->ops[i], st->t)) {
+				rc = ap_err(AP_EINPUT, "piper", 0, "the solution splits layer '%s' "
+					    "%d ways (tensor parallelism), which its operator "
+					    "cannot express (an imported layer splits only "
+					    "along n); --max-tp 1 plans without it",
+					    g->ops[i].name, st->t);
+				break;
+			}
 			po->stage = s;
 			for (int d = 0; d < NDIMS; d++)
 				po->degree[d] = d == DIM_C ? st->t : d == DIM_N && split ? st->d : 1;
@@ -353,7 +336,20 @@ static int plan_piper(const struct planner_input *in, struct plan *out)
 		gid[i] = i;
 
 	if (g->piper) {
+		/* the input's configurations, those of degree up to max-tp */
 		pi = *g->piper;
+		pi.nodes = malloc(((size_t)pi.nnodes + 1) * sizeof *pi.nodes);
+		if (!pi.nodes) {
+			free(gid);
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		}
+		own.nodes = pi.nodes; /* the copy of the array, freed below */
+		for (int v = 0; v < pi.nnodes; v++) {
+			pi.nodes[v] = g->piper->nodes[v];
+			while (pi.nodes[v].ndeg > 1 &&
+			       pi.nodes[v].deg[pi.nodes[v].ndeg - 1].t > planner_real(in, "max-tp"))
+				pi.nodes[v].ndeg--;
+		}
 		pi.max_devices = nd;
 		pi.mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
 		pi.bw = slowest_bw(in->c);
@@ -370,7 +366,10 @@ static int plan_piper(const struct planner_input *in, struct plan *out)
 		pi = own;
 	}
 	if (rc) {
-		piper_inst_release(&own);
+		if (g->piper)
+			free(own.nodes);
+		else
+			piper_inst_release(&own);
 		free(gid);
 		return rc;
 	}
@@ -398,7 +397,10 @@ static int plan_piper(const struct planner_input *in, struct plan *out)
 	if (!rc)
 		rc = plan_set_stat(out, "layers", pi.nnodes);
 	piper_result_release(&r);
-	piper_inst_release(&own);
+	if (g->piper)
+		free(own.nodes);
+	else
+		piper_inst_release(&own);
 	free(gid);
 	return rc;
 }

@@ -48,20 +48,7 @@ static void random_inst(struct piper_inst *pi, int n)
 		for (int u = 0; u < v; u++)
 			if (u == v - 1 || uniform() < 0.3)
 				pi->edges[pi->nedges++] = (struct piper_edge){ u, v, uniform() * 1e7 };
-	for (int v = 0; v < n; v++) {
-		struct piper_node *x = &pi->nodes[v];
-
-		x->in = calloc((size_t)pi->nedges + 1, sizeof *x->in);
-		x->out = calloc((size_t)pi->nedges + 1, sizeof *x->out);
-		assert_non_null(x->in);
-		assert_non_null(x->out);
-	}
-	for (int e = 0; e < pi->nedges; e++) {
-		struct piper_node *u = &pi->nodes[pi->edges[e].src], *v = &pi->nodes[pi->edges[e].dst];
-
-		u->out[u->nout++] = e;
-		v->in[v->nin++] = e;
-	}
+	assert_int_equal(piper_edge_lists(pi), AP_OK);
 	for (int v = 0; v < n; v++) {
 		struct piper_node *x = &pi->nodes[v];
 
