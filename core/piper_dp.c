@@ -174,23 +174,26 @@ static int cmp_swap(const void *x, const void *y)
 	return (a->l > b->l) - (a->l < b->l);
 }
 
-static int knapsack(double mem, int n, const int *ofs, const int *cnt, const double *c,
-		    const double *a, const double *b, int maxy, double *out, int ychoice,
+/* Scratch for costing stages: per node of the stage its TMPCs' offset
+ * and count, per TMPC x = crossing bytes / B + p, y = 4 w / (N B), the
+ * memory terms and the TPS contribution c = x / d + (1 - 1 / d) y of the
+ * degree d at hand (Piper's (E / d + R) / B + p / d), and the
+ * knapsack's working arrays. */
+struct stage_buf {
+	int *ofs, *cnt, *fast, *low, *h;
+	int *efw, *ebw; /* one node's crossing edges, in and out */
+	double *x, *y, *c, *a, *b;
+	struct knap_swap *sw;
+};
+
+static int knapsack(double mem, int n, struct stage_buf *sb, int maxy, double *out, int ychoice,
 		    int *choice)
 {
-	int *fast = malloc((size_t)n * sizeof *fast), *low = malloc((size_t)n * sizeof *low);
-	int *h = malloc((size_t)n * sizeof *h), nsw = 0;
-	struct knap_swap *sw = NULL;
-	int total = n ? ofs[n - 1] + cnt[n - 1] : 0;
+	const int *ofs = sb->ofs, *cnt = sb->cnt;
+	const double *c = sb->c, *a = sb->a, *b = sb->b;
+	int *fast = sb->fast, *low = sb->low, *h = sb->h, nsw = 0;
+	struct knap_swap *sw = sb->sw;
 
-	sw = malloc(((size_t)total + 1) * sizeof *sw);
-	if (!fast || !low || !h || !sw) {
-		free(fast);
-		free(low);
-		free(h);
-		free(sw);
-		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-	}
 	for (int y = 0; y <= maxy; y++)
 		out[y] = INFINITY;
 	for (int i = 0; i < n; i++) {
@@ -241,7 +244,14 @@ static int knapsack(double mem, int n, const int *ofs, const int *cnt, const dou
 						sw[nsw++] = (struct knap_swap){
 							(c[ofs[i] + l] - c[ofs[i] + h[i]]) / save, i, l };
 				}
-			qsort(sw, (size_t)nsw, sizeof *sw, cmp_swap);
+			/* few swaps: insertion sort, in cmp_swap()'s order */
+			for (int x = 1; x < nsw; x++)
+				for (int z = x; z > 0 && cmp_swap(&sw[z], &sw[z - 1]) < 0; z--) {
+					struct knap_swap tmp = sw[z];
+
+					sw[z] = sw[z - 1];
+					sw[z - 1] = tmp;
+				}
 			shave = mfast - mem;
 			for (int k = 0; k < nsw && shave >= 1e-9; k++) {
 				shave -= MEM(sw[k].i, h[sw[k].i]) - MEM(sw[k].i, sw[k].l);
@@ -255,19 +265,16 @@ static int knapsack(double mem, int n, const int *ofs, const int *cnt, const dou
 		if (y == ychoice && choice)
 			memcpy(choice, h, (size_t)n * sizeof *h);
 	}
-	free(fast);
-	free(low);
-	free(h);
-	free(sw);
 	return AP_OK;
 }
 
-/* The stage's nodes' TMPC counts and offsets for degree t, and each
- * TMPC's crossing bytes (edges to nodes outside in[], both passes, with
- * their sync bytes); 0 when a node lacks t. */
+/* The stage's nodes' TMPCs for degree t into sb: counts, offsets, x (the
+ * crossing bytes: edges to nodes outside in[], both passes, with their
+ * sync bytes), y and memory; 0 when a node lacks t. */
 static int crossing(const struct piper_inst *pi, const char *in, const int *nodes, int n,
-		    int t, int *ofs, int *cnt, double *eb)
+		    int t, struct stage_buf *sb)
 {
+	double resync = 4.0 / pi->mbs / pi->bw;
 	int k = 0;
 
 	for (int i = 0; i < n; i++) {
@@ -276,48 +283,47 @@ static int crossing(const struct piper_inst *pi, const char *in, const int *node
 
 		if (!g)
 			return 0;
-		ofs[i] = k;
-		cnt[i] = g->ntmpc;
+		int nfw = 0, nbw = 0;
+		double bytes = 0;
+
+		/* the crossing edges once, for every TMPC */
+		for (int e = 0; e < v->nin; e++)
+			if (!in[pi->edges[v->in[e]].src]) {
+				sb->efw[nfw++] = e;
+				bytes += pi->edges[v->in[e]].bytes;
+			}
+		for (int e = 0; e < v->nout; e++)
+			if (!in[pi->edges[v->out[e]].dst]) {
+				sb->ebw[nbw++] = e;
+				bytes += pi->edges[v->out[e]].bytes;
+			}
+		sb->ofs[i] = k;
+		sb->cnt[i] = g->ntmpc;
 		for (int l = 0; l < g->ntmpc; l++, k++) {
 			const struct piper_tmpc *x = &g->tmpc[l];
+			double eb = bytes;
 
-			eb[k] = 0;
-			for (int e = 0; e < v->nin; e++)
-				if (!in[pi->edges[v->in[e]].src])
-					eb[k] += 2 * (pi->edges[v->in[e]].bytes + x->sync_fw[e]);
-			for (int e = 0; e < v->nout; e++)
-				if (!in[pi->edges[v->out[e]].dst])
-					eb[k] += 2 * (pi->edges[v->out[e]].bytes + x->sync_bw[e]);
+			for (int q = 0; q < nfw; q++)
+				eb += x->sync_fw[sb->efw[q]];
+			for (int q = 0; q < nbw; q++)
+				eb += x->sync_bw[sb->ebw[q]];
+			sb->x[k] = 2 * eb / pi->bw + x->time;
+			sb->y[k] = resync * x->params;
+			sb->a[k] = x->mem_a;
+			sb->b[k] = x->mem_b;
 		}
 	}
 	return 1;
 }
 
-/* The TPS contribution and memory of every TMPC for degree d. */
-static void contributions(const struct piper_inst *pi, const int *nodes, int n, int t, int d,
-			  const double *eb, double *c, double *a, double *b)
+/* The TPS contribution of every one of the stage's total TMPCs for d. */
+static void contributions(struct stage_buf *sb, int total, int d)
 {
-	int k = 0;
+	double inv = 1.0 / d;
 
-	for (int i = 0; i < n; i++) {
-		const struct piper_degree *g = piper_degree_of(&pi->nodes[nodes[i]], t);
-
-		for (int l = 0; l < g->ntmpc; l++, k++) {
-			const struct piper_tmpc *x = &g->tmpc[l];
-			double resync = 4.0 * (d - 1) * x->params / d / pi->mbs;
-
-			c[k] = (eb[k] / d + resync) / pi->bw + x->time / d;
-			a[k] = x->mem_a;
-			b[k] = x->mem_b;
-		}
-	}
+	for (int k = 0; k < total; k++)
+		sb->c[k] = sb->x[k] * inv + (1 - inv) * sb->y[k];
 }
-
-/* Scratch for costing stages of up to n nodes with up to ntmpc TMPCs. */
-struct stage_buf {
-	int *ofs, *cnt;
-	double *eb, *c, *a, *b;
-};
 
 static int buf_alloc(struct stage_buf *sb, const struct piper_inst *pi)
 {
@@ -333,11 +339,20 @@ static int buf_alloc(struct stage_buf *sb, const struct piper_inst *pi)
 	}
 	sb->ofs = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->ofs);
 	sb->cnt = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->cnt);
-	sb->eb = malloc((total + 1) * sizeof *sb->eb);
+	sb->fast = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->fast);
+	sb->low = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->low);
+	sb->h = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->h);
+	sb->efw = malloc(((size_t)pi->nedges + 1) * sizeof *sb->efw);
+	sb->ebw = malloc(((size_t)pi->nedges + 1) * sizeof *sb->ebw);
+	sb->x = malloc((total + 1) * sizeof *sb->x);
+	sb->y = malloc((total + 1) * sizeof *sb->y);
 	sb->c = malloc((total + 1) * sizeof *sb->c);
 	sb->a = malloc((total + 1) * sizeof *sb->a);
 	sb->b = malloc((total + 1) * sizeof *sb->b);
-	return sb->ofs && sb->cnt && sb->eb && sb->c && sb->a && sb->b
+	sb->sw = malloc((total + 1) * sizeof *sb->sw);
+	return sb->ofs && sb->cnt && sb->fast && sb->low && sb->h && sb->efw && sb->ebw &&
+			       sb->x && sb->y && sb->c &&
+			       sb->a && sb->b && sb->sw
 		       ? AP_OK
 		       : ap_err(AP_EFAIL, NULL, 0, "out of memory");
 }
@@ -346,10 +361,17 @@ static void buf_release(struct stage_buf *sb)
 {
 	free(sb->ofs);
 	free(sb->cnt);
-	free(sb->eb);
+	free(sb->fast);
+	free(sb->low);
+	free(sb->h);
+	free(sb->efw);
+	free(sb->ebw);
+	free(sb->x);
+	free(sb->y);
 	free(sb->c);
 	free(sb->a);
 	free(sb->b);
+	free(sb->sw);
 }
 
 double piper_stage_tps(const struct piper_inst *pi, const int *nodes, int n, int t, int d,
@@ -362,10 +384,9 @@ double piper_stage_tps(const struct piper_inst *pi, const int *nodes, int n, int
 	if (in && out && !buf_alloc(&sb, pi) && y >= 1) {
 		for (int i = 0; i < n; i++)
 			in[nodes[i]] = 1;
-		if (crossing(pi, in, nodes, n, t, sb.ofs, sb.cnt, sb.eb)) {
-			contributions(pi, nodes, n, t, d, sb.eb, sb.c, sb.a, sb.b);
-			if (!knapsack(pi->mem, n, sb.ofs, sb.cnt, sb.c, sb.a, sb.b, y, out, y,
-				      tmpc))
+		if (crossing(pi, in, nodes, n, t, &sb)) {
+			contributions(&sb, n ? sb.ofs[n - 1] + sb.cnt[n - 1] : 0, d);
+			if (!knapsack(pi->mem, n, &sb, y, out, y, tmpc))
 				r = out[y];
 		}
 	}
@@ -456,20 +477,18 @@ static int stage_nodes(struct ws *w, long I, long J)
 static int stage_table(struct ws *w, struct stage_buf *sb, int n, int t)
 {
 	const struct piper_inst *pi = w->pi;
-	double se = 0, sw = 0, sp = 0, sa = 0, sm = 0;
-	int single = 1;
+	double sx = 0, sy = 0, sa = 0, sm = 0;
+	int single = 1, total;
 
-	if (!crossing(pi, w->in, w->nodes, n, t, sb->ofs, sb->cnt, sb->eb))
+	if (!crossing(pi, w->in, w->nodes, n, t, sb))
 		return 0;
+	total = n ? sb->ofs[n - 1] + sb->cnt[n - 1] : 0;
 	for (int i = 0; i < n && single; i++) {
-		const struct piper_tmpc *x = piper_degree_of(&pi->nodes[w->nodes[i]], t)->tmpc;
-
 		single = sb->cnt[i] == 1;
-		se += sb->eb[sb->ofs[i]];
-		sw += x->params;
-		sp += x->time;
-		sa += x->mem_a;
-		sm += x->mem_b;
+		sx += sb->x[i];
+		sy += sb->y[i];
+		sa += sb->a[i];
+		sm += sb->b[i];
 	}
 	for (int d = 1; d * t <= w->K; d++) {
 		struct row *r = &w->rows[d];
@@ -481,16 +500,15 @@ static int stage_table(struct ws *w, struct stage_buf *sb, int n, int t)
 		/* one configuration per node: the sums of the terms, while the
 		 * memory a y + b fits */
 		if (single) {
-			r->c = (se / d + 4.0 * (d - 1) * sw / d / pi->mbs) / pi->bw + sp / d;
+			r->c = sx / d + (1 - 1.0 / d) * sy;
 			r->ymax = sm > pi->mem ? 0
 				  : sa > 0 ? (int)fmin((pi->mem - sm) / sa, w->S + 1) : w->S + 1;
 			while (r->ymax >= 1 && sa * r->ymax + sm > pi->mem)
 				r->ymax--;
 			continue;
 		}
-		contributions(pi, w->nodes, n, t, d, sb->eb, sb->c, sb->a, sb->b);
-		if (knapsack(pi->mem, n, sb->ofs, sb->cnt, sb->c, sb->a, sb->b, w->S / d + 1, v, 0,
-			     NULL))
+		contributions(sb, total, d);
+		if (knapsack(pi->mem, n, sb, (w->S + d - 1) / d, v, 0, NULL))
 			return -1;
 		r->v = v;
 	}
