@@ -422,6 +422,22 @@ static int get_number(const char *path, json_t *obj, const char *prefix,
 }
 
 /* A string that fits buf: a longer one is an error, never cut short. */
+/* An optional true or false member; absent is false. */
+static int get_bool(const char *path, json_t *obj, const char *prefix, const char *key, int *out)
+{
+	char fld[FIELD_LEN];
+	json_t *x;
+	int st = member(path, obj, prefix, key, 0, &x, fld);
+
+	if (st || !x)
+		return st;
+	if (!json_is_boolean(x))
+		return ap_err(AP_EINPUT, path, 0, "%s: expected true or false, got %s", fld,
+			      json_kind(x));
+	*out = json_is_true(x);
+	return AP_OK;
+}
+
 static int get_string(const char *path, json_t *obj, const char *prefix,
 		      const char *key, int required, char *buf, size_t len)
 {
@@ -632,7 +648,7 @@ static int read_degree(const char *path, const char *pre, json_t *v,
 static int read_ops(const char *path, json_t *v, const struct graph *g,
 		    struct plan *p)
 {
-	static const char *const keys[] = { "stage", "degree", "devices", NULL };
+	static const char *const keys[] = { "stage", "degree", "devices", "recompute", NULL };
 	char pre[FIELD_LEN], fld[FIELD_LEN];
 	const char *name;
 	json_t *o, *x;
@@ -671,6 +687,8 @@ static int read_ops(const char *path, json_t *v, const struct graph *g,
 			st = read_degree(path, fld, x, po);
 		if (!st)
 			st = get_ids(path, o, pre, "devices", 1, &po->devices, &po->ndev);
+		if (!st)
+			st = get_bool(path, o, pre, "recompute", &po->recompute);
 		if (st)
 			goto out;
 	}
@@ -691,7 +709,6 @@ static int read_predicted(const char *path, json_t *v, struct plan *p)
 {
 	static const char *const keys[] = { "iter_ms", "samples_per_s",
 					    "peak_mem_bytes", "bubble", "fits_memory", NULL };
-	json_t *x;
 	const char *pre = "predicted";
 	int st;
 
@@ -704,12 +721,8 @@ static int read_predicted(const char *path, json_t *v, struct plan *p)
 		st = get_int(path, v, pre, "peak_mem_bytes", 0, 0, &p->pred_peak_mem_bytes);
 	if (!st)
 		st = get_number(path, v, pre, "bubble", 0, &p->pred_bubble);
-	x = json_object_get(v, "fits_memory");
-	if (!st && x && !json_is_boolean(x))
-		st = ap_err(AP_EINPUT, path, 0, "predicted.fits_memory: expected true or false, got %s",
-			    json_kind(x));
-	if (!st && x)
-		p->pred_fits = json_is_true(x);
+	if (!st)
+		st = get_bool(path, v, pre, "fits_memory", &p->pred_fits);
 	return st;
 }
 
@@ -924,6 +937,8 @@ static json_t *build_ops(const struct plan *p, const struct graph *g)
 		bad = put(bad, o, "stage", json_integer(po->stage));
 		bad = put(bad, o, "degree", deg);
 		bad = put(bad, o, "devices", id_array(po->devices, po->ndev));
+		if (po->recompute)
+			bad = put(bad, o, "recompute", json_true());
 		bad = put(bad, ops, op->name, o);
 	}
 	return built(ops, bad);

@@ -57,6 +57,11 @@ struct plan_op {
 	int stage;
 	int degree[NDIMS];
 	int ndev, *devices; /* ndev = product of degree[] */
+	/* Activation recomputation (docs/plan-format.md): the op keeps none
+	 * of its output from its forward to its backward and runs its
+	 * forward again before its backward.  JSON "recompute": true,
+	 * written only when set. */
+	int recompute;
 };
 
 struct plan {

@@ -230,6 +230,7 @@ void sim_release(struct sim *s)
 		free(w->lo_);
 		free(w->hi_);
 		free(w->act_bytes);
+		free(w->remat_bytes);
 		free(w->fsrc_ofs);
 		free(w->fsrc);
 		free(w->bsrc_ofs);

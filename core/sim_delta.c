@@ -42,8 +42,8 @@
  * change, not of the earlier of the two.
  *
  * Delta runs need one micro-batch (FlexFlow's setting: no pipelining),
- * no round-robin replicas, no task recording and an unchanged stage per
- * op; otherwise sim_delta() is a full sim_run().
+ * no round-robin replicas, no recomputation, no task recording and an
+ * unchanged stage per op; otherwise sim_delta() is a full sim_run().
  */
 #include "sim_impl.h"
 
@@ -510,13 +510,14 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 	const struct sim_work *w = s->w;
 
 	if (!w->delta_ready || pl->microbatches != 1 || plan_mixed_microbatches(pl) ||
-	    plan_round_robin(pl) || w->grown > 24 * w->live ||
+	    plan_round_robin(pl) || w->recompute || w->grown > 24 * w->live ||
 	    pl->nstages != w->nstages)
 		return 0;
 	/* the stage of a changed op must stay: the order of steps depends
-	 * on it */
+	 * on it; and it must not start recomputing */
 	for (int k = 0; k < n; k++)
-		if (pl->ops[ops[k]].stage < 0 || pl->ops[ops[k]].stage >= w->nstages ||
+		if (pl->ops[ops[k]].recompute ||
+		    pl->ops[ops[k]].stage < 0 || pl->ops[ops[k]].stage >= w->nstages ||
 		    w->stage_pos[pl->ops[ops[k]].stage] != w->op_stage[ops[k]])
 			return 0;
 	return 1;

@@ -167,6 +167,13 @@ struct sim_work {
 	ARRAY(int64_t, lo_);             /* [nshards][NDIMS]: the regions of */
 	ARRAY(int64_t, hi_);             /* a micro-batch's output */
 	ARRAY(int64_t, act_bytes);       /* kept from forward to backward */
+	/* A shard of an op that recomputes (plan.h) keeps only the inputs it
+	 * receives; remat_bytes is what is live again during its backward:
+	 * its output and those of the recomputing shards before it on its
+	 * device, whose backwards come after (sim_layout.c); 0 for a shard
+	 * that does not recompute. */
+	ARRAY(int64_t, remat_bytes);
+	int recompute;                   /* some op of the plan recomputes */
 	/* Lists keyed by a shard or an op are the values [ofs[k], end[k]) of
 	 * one array: compact after sim_layout(), appended to by sim_delta(). */
 	ARRAY(int, fsrc_ofs);            /* what a shard's forward waits for */

@@ -401,6 +401,7 @@ static int replica_shards(struct sim *s, const struct plan *pl, int i)
 			w->shard_dev[gs] = dev;
 			w->shard_op[gs] = i;
 			w->act_bytes[gs] = w->act_bytes[g0];
+			w->remat_bytes[gs] = w->remat_bytes[g0];
 			w->shard_params[gs] = w->shard_params[g0];
 		}
 	return AP_OK;
@@ -434,18 +435,45 @@ int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i)
 		}
 		w->shard_dev[gs] = po->devices[gs - w->shard_base[i]];
 		w->shard_op[gs] = i;
-		w->act_bytes[gs] = vol * BYTES_PER_ELEM;
+		/* an op that recomputes keeps none of its output */
+		w->act_bytes[gs] = po->recompute ? 0 : vol * BYTES_PER_ELEM;
+		w->remat_bytes[gs] = po->recompute ? vol * BYTES_PER_ELEM : 0;
 		w->shard_params[gs] = pb;
 		gs++;
 	} while (next_coord(idx, NULL, po->degree));
 	return w->op_r[i] > 1 ? replica_shards(s, pl, i) : AP_OK;
 }
 
+/* Recomputation (plan.h): the backwards of the recomputing shards on a
+ * device run in reverse graph order, and the first of them re-runs the
+ * forwards of all, so during the backward of one the outputs of those
+ * before it (its own included) are live: remat_bytes becomes that
+ * running sum over the device's recomputing shards in graph order. */
+static int remat_sums(struct sim *s, const struct plan *pl)
+{
+	struct sim_work *w = s->w;
+	int64_t *sum;
+
+	w->recompute = 0;
+	for (int i = 0; i < s->g->nops; i++)
+		w->recompute |= pl->ops[i].recompute;
+	if (!w->recompute)
+		return AP_OK;
+	sum = calloc((size_t)w->ndev, sizeof *sum);
+	if (!sum)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int i = 0; i < s->g->nops; i++)
+		for (int gs = w->shard_base[i]; gs < w->shard_end[i] && pl->ops[i].recompute; gs++)
+			w->remat_bytes[gs] = sum[w->shard_dev[gs]] += w->remat_bytes[gs];
+	free(sum);
+	return AP_OK;
+}
+
 int sim_reserve_shards(struct sim_work *w, int n)
 {
 	if (RESERVE(w, shard_dev, n) || RESERVE(w, shard_op, n) ||
 	    RESERVE(w, lo_, (size_t)n * NDIMS) || RESERVE(w, hi_, (size_t)n * NDIMS) ||
-	    RESERVE(w, act_bytes, n) || RESERVE(w, shard_params, n))
+	    RESERVE(w, act_bytes, n) || RESERVE(w, remat_bytes, n) || RESERVE(w, shard_params, n))
 		return AP_EFAIL;
 	return AP_OK;
 }
@@ -469,7 +497,7 @@ static int layout_shards(struct sim *s, const struct plan *pl)
 		return AP_EFAIL;
 	for (int i = 0; i < g->nops && !st; i++)
 		st = sim_layout_op_shards(s, pl, i);
-	return st;
+	return st ? st : remat_sums(s, pl);
 }
 
 /* --- transfers --------------------------------------------------------------- */

@@ -143,7 +143,7 @@ compute(struct sim_work *w, int op, int a, int b, int j, int bwd, int rec, int l
 	double *res_free = w->res_free, *res_busy = w->res_busy;
 	double max_cp = w->max_cp;
 	const int *shard_dev = w->shard_dev;
-	const int64_t *act_bytes = w->act_bytes;
+	const int64_t *act_bytes = w->act_bytes, *remat = w->remat_bytes;
 	int64_t *act_cur = w->act_cur;
 	struct sim_mem *mem = w->mem;
 	int st = AP_OK;
@@ -173,6 +173,9 @@ compute(struct sim_work *w, int op, int a, int b, int j, int bwd, int rec, int l
 			if (act > mem[dev].act)
 				mem[dev].act = act;
 		} else {
+			/* a recomputing shard's outputs are live again */
+			if (remat[gs] && act_cur[dev] + remat[gs] > mem[dev].act)
+				mem[dev].act = act_cur[dev] + remat[gs];
 			act_cur[dev] -= act_bytes[gs];
 		}
 		if (rec && !st)
@@ -406,7 +409,9 @@ step(struct sim *s, int op, int j, int bwd, int rec, int lean, int rr)
 		st = compute(w, op, a, b, j, 0, rec, lean, w->cost[op].fwd_s, w->fsrc_ofs,
 			     w->fsrc_end, w->fsrc, t, tc, NULL, NULL);
 	else
-		st = compute(w, op, a, b, j, 1, rec, lean, w->cost[op].bwd_s, w->bsrc_ofs,
+		st = compute(w, op, a, b, j, 1, rec, lean,
+			     w->cost[op].bwd_s + (w->remat_bytes[a] ? w->cost[op].fwd_s : 0),
+			     w->bsrc_ofs,
 			     w->bsrc_end, w->bsrc, t, tc, sim_times(w, 0, j), sim_cps(w, 0, j));
 	if (!st && !bwd)
 		st = sends(w, op, 0, rec, lean, rr, t, tc, j);

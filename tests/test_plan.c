@@ -229,6 +229,7 @@ static void assert_plans_equal(const struct plan *a, const struct plan *b)
 	assert_int_equal(a->nops, b->nops);
 	for (int i = 0; i < a->nops; i++) {
 		assert_int_equal(a->ops[i].stage, b->ops[i].stage);
+		assert_int_equal(a->ops[i].recompute, b->ops[i].recompute);
 		assert_ints_equal(a->ops[i].degree, NDIMS, b->ops[i].degree, NDIMS);
 		assert_ints_equal(a->ops[i].devices, a->ops[i].ndev,
 				  b->ops[i].devices, b->ops[i].ndev);
@@ -317,6 +318,7 @@ static void test_round_trip(void **state)
 	p.pred_samples_per_s = 2400;
 	p.pred_peak_mem_bytes = 123456789012LL;
 	p.pred_bubble = 0.25;
+	p.ops[2].recompute = 1;
 	assert_int_equal(plan_validate(&p, &e->g, &e->c, "pipe"), AP_OK);
 
 	tmp_path(e, "rt.json", path, sizeof path);
@@ -332,6 +334,9 @@ static void test_round_trip(void **state)
 	assert_non_null(strstr(text, "\"kind\": \"1f1b-async\""));
 	assert_non_null(strstr(text, "\"predicted\": {"));
 	assert_non_null(strstr(text, "\"gap\": 0.1,"));
+	/* written only where set */
+	assert_non_null(strstr(text, "\"recompute\": true"));
+	assert_null(strstr(strstr(text, "\"recompute\": true") + 1, "\"recompute\""));
 	for (int i = 0; i < NOPS; i++) {
 		at[i] = strstr(text, keys[i]);
 		assert_non_null(at[i]);
@@ -563,6 +568,10 @@ static const struct bad bad_plans[] = {
 	{ .name = "negative-device", .phase = READ, .op = "fc1",
 	  .op_json = "{\"stage\": 0, \"degree\": {\"n\": 4}, \"devices\": [0, -1, 2, 3]}",
 	  .want = { "ops.fc1.devices[1]: ", "non-negative" } },
+	{ .name = "recompute-type", .phase = READ, .op = "fc1",
+	  .op_json = "{\"stage\": 0, \"degree\": {\"n\": 4}, \"devices\": [0, 1, 2, 3], "
+		     "\"recompute\": 1}",
+	  .want = { "ops.fc1.recompute: ", "expected true or false, got an integer" } },
 	{ .name = "stage-type", .phase = READ, .op = "fc1",
 	  .op_json = "{\"stage\": \"zero\", \"devices\": [0]}",
 	  .want = { "ops.fc1.stage: ", "got a string" } },

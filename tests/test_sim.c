@@ -596,6 +596,39 @@ static void test_memory_in_flight(void **state)
 	assert_int_equal(r.peak_dev, 0);
 }
 
+/* Activation recomputation (plan.h): every op of the 1F1B chain above
+ * recomputes.  A backward re-runs its forward first (a stage time is
+ * 2 tf + tb), a stage keeps only the inputs it receives for each
+ * micro-batch in flight, and the outputs of one micro-batch are live
+ * again during its backward. */
+static void test_recompute(void **state)
+{
+	struct sim_result r;
+	int64_t mb = 1024 * 4;
+	double tf = 10, tb = 25;
+
+	(void)state;
+	cluster("1x4:v100");
+	free_links();
+	chain_plan(8, SCHED_1F1B, tf, tb);
+	for (int i = 0; i < g.nops; i++)
+		pl.ops[i].recompute = 1;
+	run(NULL, &r);
+	near(r.iter_s, (8 + 4 - 1) * (2 * tf + tb) * US);
+	/* stage 0 receives nothing: x and r0 of one micro-batch */
+	assert_int_equal(r.mem[0].act, 2 * mb);
+	/* stage 1 keeps r0 for its 3 in flight, and r1 of one is back */
+	assert_int_equal(r.mem[1].act, 3 * mb + mb);
+	/* stage 3, one in flight: received r2, then r3 and l back */
+	assert_int_equal(r.mem[3].act, 2 * mb + 4);
+	/* only stage 1 recomputes: the others as without */
+	chain_plan(8, SCHED_1F1B, tf, tb);
+	pl.ops[op_of("r1")].recompute = 1;
+	run(NULL, &r);
+	assert_int_equal(r.mem[0].act, 4 * 2 * mb);
+	assert_int_equal(r.mem[1].act, 4 * mb);
+}
+
 /* Asynchronous 1F1B stashes a weight version per micro-batch in flight
  * beyond the live one: K - d - 1 on stage depth d. */
 static void test_memory_stash(void **state)
@@ -1264,7 +1297,7 @@ int main(void)
 		TEST(test_stage_dag),
 		TEST(test_pipeline_links),   TEST(test_link_contention),
 		TEST(test_reshard),          TEST(test_shared_transfer),
-		TEST(test_memory_in_flight), TEST(test_memory_stash),
+		TEST(test_memory_in_flight), TEST(test_recompute), TEST(test_memory_stash),
 		TEST(test_trace),            TEST(test_reuse),
 		TEST(test_bad_plan),
 		TEST(test_mixed_gather),     TEST(test_mixed_scatter),
