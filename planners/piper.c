@@ -11,21 +11,23 @@
  * (graph.piper), whose configurations are used as given; the machine is
  * the cluster's (`-c piper` is the input's own).  Any other model is made
  * into one:
- *  - a node per operator, an edge per input, carrying the producer's
- *    output bytes of one micro-batch (the batch runs as N micro-batches,
- *    `microbatches`, by default the smallest divisor of the batch at
- *    least the devices);
- *  - degree t for every t up to `max-tp` that divides the operator's
- *    channels when it may split them (SOAP's c, our tensor parallelism),
- *    one configuration each ("vanilla"; the simulator does not model
- *    activation recomputation, so none is offered): time, the
- *    simulator's forward plus backward of the shard for one micro-batch
+ *  - a node per layer (op_layers(): a repeat iteration, or a run of
+ *    operators in series of at most 1/grain of the model's time), an
+ *    edge per layer it feeds, carrying the producer's output bytes of
+ *    one micro-batch (the batch runs as N micro-batches: solve_best());
+ *  - degree t for every t up to `max-tp` that divides the channels of
+ *    every operator of the layer that may split them (SOAP's c, our
+ *    tensor parallelism), two configurations each.  "vanilla": time, the
+ *    simulator's forward plus backward of the shards for one micro-batch
  *    (sim_op_cost()), plus, for an input a c-split shard needs whole, its
  *    all-gather forward and reduce-scatter backward over the link inside
- *    a node; parameter bytes of the shard; memory a = the shard's output
+ *    a node; parameter bytes of the shards; memory a = their output
  *    bytes of one micro-batch (held for the backward, y of them in
- *    flight), b = 3 x its parameter bytes (weights, gradients, momentum);
- *    no tensor-parallel bytes on edges between stages;
+ *    flight), b = 3 x their parameter bytes (weights, gradients,
+ *    momentum).  "activation recomp", as the simulator charges it: the
+ *    forward once more; a = the bytes the layer receives, b = vanilla's
+ *    b + a (one micro-batch's outputs live again).  No tensor-parallel
+ *    bytes on edges between stages;
  *  - the bandwidth is the cluster's slowest link (the NICs when it has
  *    several nodes), memory its devices'.
  *
@@ -36,14 +38,14 @@
  * ways, d round-robin replicas (the plan's stage `replicas`) of t
  * devices each, which take the micro-batches in turn; PipeDream-Flush
  * (`1f1b`, a synchronous 1F1B whose in-flight micro-batches are Piper's
- * y) over N micro-batches.  planner_est_ms is N times the TPS.  A
- * configuration other than the first (Piper's activation recomputation)
- * is recorded in the statistics (`recomputed`), not in the plan: the
- * simulator charges such a layer as vanilla.
+ * y) over N micro-batches; the operators of a layer whose configuration
+ * is "activation recomp" recompute (plan.h).  planner_est_ms is N times
+ * the TPS.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 #include "piper_dp.h"
@@ -78,34 +80,45 @@ static int find_root(int *up, int x)
 }
 
 /* The layers of a model, gid[op] (dense ids, in order of their first
- * operator): the operators of one repeat iteration are one layer (a
- * transformer or residual block, as Piper's inputs have them), and an
- * operator outside them whose only successor has it as its only
- * predecessor, or the other way round, is merged with it, repeatedly (a
- * chain of operators is one layer, or part of the block it leads into or
- * out of; two blocks are never merged).  Both keep every layer convex, so
- * the layer graph stays a DAG. */
-static int layers(const struct graph *g, int *gid, int *ng)
+ * operator).  The operators of one repeat iteration are one layer (a
+ * transformer or residual block, as Piper's inputs have them).  Two
+ * layers in series (the first's only successor has it as its only
+ * predecessor) are merged, lightest pair first, while the merged layer
+ * costs at most cap seconds (forward and backward of one micro-batch) or
+ * one of the two costs nothing; two blocks are never merged.  A chain of
+ * light operators thus becomes a few layers of about cap each, not one:
+ * the stages can still cut it, while a long branch no longer multiplies
+ * the upsets.  Both rules keep every layer convex, so the layer graph
+ * stays a DAG. */
+static int layers(const struct graph *g, const double *cost, double cap, int *gid, int *ng)
 {
 	int n = g->nops, changed = 1;
 	int *up = malloc((size_t)n * sizeof *up), *succ = malloc((size_t)n * sizeof *succ);
 	int *pred = malloc((size_t)n * sizeof *pred);
 	char *lay = malloc((size_t)n + 1); /* per root: it holds a block's iteration */
+	double *w = malloc(((size_t)n + 1) * sizeof *w); /* per root: its cost */
 
-	if (!up || !succ || !pred || !lay) {
+	if (!up || !succ || !pred || !lay || !w) {
 		free(up);
 		free(succ);
 		free(pred);
 		free(lay);
+		free(w);
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		lay[i] = g->ops[i].block >= 0;
-	for (int i = 0; i < n; i++)
+		w[i] = 0;
+	}
+	for (int i = 0; i < n; i++) {
 		up[i] = i > 0 && g->ops[i].block >= 0 && g->ops[i].block == g->ops[i - 1].block &&
 				g->ops[i].iter == g->ops[i - 1].iter
 			? find_root(up, i - 1) : i;
+		w[find_root(up, i)] += cost[i];
+	}
 	while (changed) {
+		int best = -1;
+
 		changed = 0;
 		/* per root: its one successor and predecessor root, -1 none,
 		 * -2 several */
@@ -120,14 +133,21 @@ static int layers(const struct graph *g, int *gid, int *ng)
 				succ[a] = succ[a] == -1 || succ[a] == b ? b : -2;
 				pred[b] = pred[b] == -1 || pred[b] == a ? a : -2;
 			}
-		for (int a = 0; a < n; a++)
-			if (find_root(up, a) == a && succ[a] >= 0 && pred[succ[a]] == a &&
-			    !(lay[a] && lay[succ[a]])) {
-				lay[a] |= lay[succ[a]];
-				up[succ[a]] = a;
-				changed = 1;
-				break;
-			}
+		for (int a = 0; a < n; a++) {
+			int b = succ[a];
+
+			if (find_root(up, a) != a || b < 0 || pred[b] != a || (lay[a] && lay[b]) ||
+			    (w[a] + w[b] > cap && w[a] > 0 && w[b] > 0))
+				continue;
+			if (best < 0 || w[a] + w[b] < w[best] + w[succ[best]])
+				best = a;
+		}
+		if (best >= 0) {
+			lay[best] |= lay[succ[best]];
+			w[best] += w[succ[best]];
+			up[succ[best]] = best;
+			changed = 1;
+		}
 	}
 	*ng = 0;
 	for (int i = 0; i < n; i++)
@@ -143,7 +163,35 @@ static int layers(const struct graph *g, int *gid, int *ng)
 	free(succ);
 	free(pred);
 	free(lay);
+	free(w);
 	return AP_OK;
+}
+
+/* layers() with each operator's forward and backward seconds of one
+ * micro-batch and the cap of a merged chain: the model's time over
+ * `grain` (by default 4 x the devices, so that stages of a few layers
+ * each can balance). */
+static int op_layers(const struct planner_input *in, int N, int *gid, int *ng)
+{
+	const struct graph *g = in->g;
+	const int one[NDIMS] = { 1, 1, 1, 1, 1 };
+	double *cost = malloc(((size_t)g->nops + 1) * sizeof *cost), total = 0;
+	int grain = (int)planner_real(in, "grain"), rc = AP_OK;
+	struct op_cost oc;
+
+	if (!cost)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	if (grain < 1)
+		grain = 4 * cluster_ndevices(in->c);
+	for (int i = 0; i < g->nops && !rc; i++) {
+		rc = sim_op_cost(in->p, g, i, one, N, &oc);
+		cost[i] = 1e-6 * (oc.fwd_us + oc.bwd_us);
+		total += cost[i];
+	}
+	if (!rc)
+		rc = layers(g, cost, total / grain, gid, ng);
+	free(cost);
+	return rc;
 }
 
 /* Whether op i may run split t ways along c. */
@@ -152,8 +200,10 @@ static int splits(const struct op *op, int t)
 	return t == 1 || ((op->split_mask & (1u << DIM_C)) && shape_size(&op->out, DIM_C) % t == 0);
 }
 
-/* Adds operator i's share to layer configuration x for degree t. */
-static int add_op(const struct planner_input *in, int i, int t, int N, struct piper_tmpc *x)
+/* Adds operator i's share to layer configuration x for degree t, and its
+ * forward seconds to *fwd. */
+static int add_op(const struct planner_input *in, int i, int t, int N, struct piper_tmpc *x,
+		  double *fwd)
 {
 	const struct graph *g = in->g;
 	const struct op *op = &g->ops[i];
@@ -166,6 +216,7 @@ static int add_op(const struct planner_input *in, int i, int t, int N, struct pi
 	if (rc)
 		return rc;
 	x->time += 1e-6 * (oc.fwd_us + oc.bwd_us);
+	*fwd += 1e-6 * oc.fwd_us;
 	for (int k = 0; k < op->nin && t > 1; k++)
 		if (!op_input_follows(op, k, DIM_C))
 			x->time += 2.0 * (t - 1) / t * (double)g->ops[op->in[k]].out_bytes / N /
@@ -195,6 +246,19 @@ static int add_edge(struct piper_inst *pi, int *cap, int u, int v, double bytes)
 	}
 	pi->edges[pi->nedges++] = (struct piper_edge){ u, v, bytes };
 	return AP_OK;
+}
+
+/* The id of Piper's activation recomputation configuration. */
+#define RECOMP "activation recomp"
+
+/* Configuration c of node x, named id, with no sync bytes. */
+static int tmpc_init(struct piper_tmpc *c, const char *id, const struct piper_node *x)
+{
+	c->id = strdup(id);
+	c->sync_fw = calloc((size_t)x->nin + 1, sizeof(double));
+	c->sync_bw = calloc((size_t)x->nout + 1, sizeof(double));
+	return c->id && c->sync_fw && c->sync_bw ? AP_OK
+						 : ap_err(AP_EFAIL, NULL, 0, "out of memory");
 }
 
 /* The instance of a model that is not a Piper input (see the top), over
@@ -238,6 +302,7 @@ static int build(const struct planner_input *in, int N, const int *gid, int ng,
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		for (int t = 1; t <= tmax && t <= nd && !rc; t++) {
 			struct piper_degree *d;
+			double fwd = 0, in_bytes = 0;
 			int ok = 1;
 
 			for (int i = 0; i < g->nops && ok; i++)
@@ -246,18 +311,24 @@ static int build(const struct planner_input *in, int N, const int *gid, int ng,
 				continue;
 			d = &x->deg[x->ndeg++];
 			d->t = t;
-			d->ntmpc = 1;
-			d->tmpc = calloc(1, sizeof *d->tmpc);
+			d->tmpc = calloc(2, sizeof *d->tmpc);
 			if (!d->tmpc)
 				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-			d->tmpc->id = strdup("vanilla");
-			d->tmpc->sync_fw = calloc((size_t)x->nin + 1, sizeof(double));
-			d->tmpc->sync_bw = calloc((size_t)x->nout + 1, sizeof(double));
-			if (!d->tmpc->id || !d->tmpc->sync_fw || !d->tmpc->sync_bw)
-				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			d->ntmpc = 2;
+			for (int c = 0; c < 2 && !rc; c++)
+				rc = tmpc_init(&d->tmpc[c], c ? RECOMP : "vanilla", x);
 			for (int i = 0; i < g->nops && !rc; i++)
 				if (gid[i] == v)
-					rc = add_op(in, i, t, N, d->tmpc);
+					rc = add_op(in, i, t, N, d->tmpc, &fwd);
+			for (int k = 0; k < x->nin; k++)
+				in_bytes += pi->edges[x->in[k]].bytes;
+			/* recomputation: the forward again; only the inputs
+			 * kept per micro-batch in flight, the outputs live
+			 * again for one */
+			d->tmpc[1].time = d->tmpc->time + fwd;
+			d->tmpc[1].params = d->tmpc->params;
+			d->tmpc[1].mem_a = in_bytes;
+			d->tmpc[1].mem_b = d->tmpc->mem_b + d->tmpc->mem_a;
 		}
 	}
 	return rc;
@@ -272,8 +343,17 @@ static int in_stage(const struct piper_stage *st, int layer)
 	return 0;
 }
 
-static int emit(const struct graph *g, const struct piper_result *r, int N, const int *gid,
-		struct plan *out)
+/* Whether the q-th layer of stage st runs Piper's recomputation
+ * configuration. */
+static int recomputes(const struct piper_inst *pi, const struct piper_stage *st, int q)
+{
+	const struct piper_degree *d = piper_degree_of(&pi->nodes[st->nodes[q]], st->t);
+
+	return d && strcmp(d->tmpc[st->tmpc[q]].id, RECOMP) == 0;
+}
+
+static int emit(const struct graph *g, const struct piper_inst *pi,
+		const struct piper_result *r, int N, const int *gid, struct plan *out)
 {
 	int rc = plan_alloc(out, g, r->nstages), base = 0, split;
 
@@ -312,6 +392,8 @@ static int emit(const struct graph *g, const struct piper_result *r, int N, cons
 				break;
 			}
 			po->stage = s;
+			for (int q = 0; q < st->nnodes; q++)
+				po->recompute |= st->nodes[q] == gid[i] && recomputes(pi, st, q);
 			for (int d = 0; d < NDIMS; d++)
 				po->degree[d] = d == DIM_C ? st->t : d == DIM_N && split ? st->d : 1;
 			rc = plan_set_devices(&po->devices, &po->ndev, devs, split ? nd : st->t);
@@ -322,66 +404,132 @@ static int emit(const struct graph *g, const struct piper_result *r, int N, cons
 	return rc;
 }
 
+/* Piper on a model that is not a Piper input, for N micro-batches: its
+ * layers gid[], its instance and the DP's result; budget_s 0 for none. */
+static int solve_own(const struct planner_input *in, int N, double budget_s, int *gid,
+		     struct piper_inst *pi, struct piper_result *r)
+{
+	int ng = 0, rc = op_layers(in, N, gid, &ng);
+
+	if (!rc)
+		rc = build(in, N, gid, ng, pi);
+	if (!rc)
+		rc = piper_solve(pi, (long)planner_real(in, "max-ideals"), budget_s, r);
+	return rc;
+}
+
+/* The instance of a Piper input: its configurations of degree up to
+ * max-tp, the cluster's devices, memory and bandwidth.  pi->nodes is a
+ * copy of the array the caller frees; the nodes' contents are shared. */
+static int input_inst(const struct planner_input *in, struct piper_inst *pi)
+{
+	const struct graph *g = in->g;
+
+	*pi = *g->piper;
+	pi->nodes = malloc(((size_t)pi->nnodes + 1) * sizeof *pi->nodes);
+	if (!pi->nodes)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int v = 0; v < pi->nnodes; v++) {
+		pi->nodes[v] = g->piper->nodes[v];
+		while (pi->nodes[v].ndeg > 1 &&
+		       pi->nodes[v].deg[pi->nodes[v].ndeg - 1].t > planner_real(in, "max-tp"))
+			pi->nodes[v].ndeg--;
+	}
+	pi->max_devices = cluster_ndevices(in->c);
+	pi->mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
+	pi->bw = slowest_bw(in->c);
+	if (g->batch % pi->mbs)
+		return ap_err(AP_EINPUT, "piper", 0, "the batch (%lld) is not %d micro-batches "
+			      "of the Piper input", (long long)g->batch, pi->mbs);
+	return AP_OK;
+}
+
+/* Piper takes the micro-batches N as given.  On a model, microbatches=0
+ * runs it for every N that divides the batch, up to the smallest at
+ * least the devices (a larger N offers no more data parallelism: the
+ * sum of d is at most min(N, k)), and keeps the fastest batch, N times
+ * the TPS (the first on a tie).  Each run has what is left of the
+ * budget. */
+static int solve_best(const struct planner_input *in, int *gid, int *N, struct piper_inst *pi,
+		      struct piper_result *r, long long *pairs)
+{
+	int nmax = microbatches(in, cluster_ndevices(in->c)), rc = AP_OK;
+	int *gtry = malloc(((size_t)in->g->nops + 1) * sizeof *gtry);
+	struct timespec t0;
+
+	if (!gtry)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	if (nmax < 1) {
+		free(gtry);
+		return ap_err(AP_EINPUT, "piper", 0, "microbatches must divide the batch (%lld)",
+			      (long long)in->g->batch);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	*N = 0;
+	*pairs = 0;
+	for (int n = planner_real(in, "microbatches") > 0 ? nmax : 1; n <= nmax && !rc; n++) {
+		struct piper_inst ti = { 0 };
+		struct piper_result tr = { 0 };
+		struct timespec t1;
+		double left = 0;
+
+		if (in->g->batch % n)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (in->budget_s > 0) {
+			left = in->budget_s - (double)(t1.tv_sec - t0.tv_sec) -
+			       1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+			if (left <= 0)
+				left = 1e-9;
+		}
+		rc = solve_own(in, n, left, gtry, &ti, &tr);
+		*pairs += tr.pairs;
+		if (!rc && (!*N || tr.tps * n < r->tps * *N)) {
+			piper_inst_release(pi);
+			piper_result_release(r);
+			*pi = ti;
+			*r = tr;
+			*N = n;
+			memcpy(gid, gtry, (size_t)in->g->nops * sizeof *gid);
+		} else {
+			piper_inst_release(&ti);
+			piper_result_release(&tr);
+		}
+	}
+	free(gtry);
+	return rc;
+}
+
 static int plan_piper(const struct planner_input *in, struct plan *out)
 {
 	const struct graph *g = in->g;
-	struct piper_inst own = { 0 }, pi;
+	struct piper_inst pi = { 0 };
 	struct piper_result r = { 0 };
-	int nd = cluster_ndevices(in->c), N, rc, recomputed = 0, ng = g->nops;
+	int nd = cluster_ndevices(in->c), N = 0, rc, recomputed = 0;
 	int *gid = malloc(((size_t)g->nops + 1) * sizeof *gid);
+	long long pairs = 0;
 
 	if (!gid)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int i = 0; i < g->nops; i++)
 		gid[i] = i;
-
 	if (g->piper) {
-		/* the input's configurations, those of degree up to max-tp */
-		pi = *g->piper;
-		pi.nodes = malloc(((size_t)pi.nnodes + 1) * sizeof *pi.nodes);
-		if (!pi.nodes) {
-			free(gid);
-			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		}
-		own.nodes = pi.nodes; /* the copy of the array, freed below */
-		for (int v = 0; v < pi.nnodes; v++) {
-			pi.nodes[v] = g->piper->nodes[v];
-			while (pi.nodes[v].ndeg > 1 &&
-			       pi.nodes[v].deg[pi.nodes[v].ndeg - 1].t > planner_real(in, "max-tp"))
-				pi.nodes[v].ndeg--;
-		}
-		pi.max_devices = nd;
-		pi.mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
-		pi.bw = slowest_bw(in->c);
+		rc = input_inst(in, &pi);
 		N = pi.mbs;
-		rc = g->batch % N ? ap_err(AP_EINPUT, "piper", 0, "the batch (%lld) is not %d "
-					   "micro-batches of the Piper input",
-					   (long long)g->batch, N) : AP_OK;
-	} else {
-		N = microbatches(in, nd);
-		rc = N < 1 ? ap_err(AP_EINPUT, "piper", 0, "microbatches must divide the batch "
-				    "(%lld)", (long long)g->batch) : layers(g, gid, &ng);
 		if (!rc)
-			rc = build(in, N, gid, ng, &own);
-		pi = own;
+			rc = piper_solve(&pi, (long)planner_real(in, "max-ideals"), in->budget_s, &r);
+		pairs = r.pairs;
+	} else {
+		rc = solve_best(in, gid, &N, &pi, &r, &pairs);
 	}
-	if (rc) {
-		if (g->piper)
-			free(own.nodes);
-		else
-			piper_inst_release(&own);
-		free(gid);
-		return rc;
-	}
-	rc = piper_solve(&pi, (long)planner_real(in, "max-ideals"), in->budget_s, &r);
 	if (!rc && !isfinite(r.tps))
 		rc = ap_err(AP_EINPUT, "piper", 0, "no partition of '%s' on %d devices fits "
 			    "%.3g GB per device", g->name, nd, pi.mem / 1e9);
 	if (!rc)
-		rc = emit(g, &r, N, gid, out);
+		rc = emit(g, &pi, &r, N, gid, out);
 	for (int s = 0; s < r.nstages; s++)
 		for (int i = 0; i < r.stages[s].nnodes; i++)
-			recomputed += r.stages[s].tmpc[i] > 0;
+			recomputed += recomputes(&pi, &r.stages[s], i);
 	if (!rc)
 		rc = plan_set_stat(out, "planner_est_ms", 1e3 * r.tps * N);
 	if (!rc)
@@ -389,7 +537,7 @@ static int plan_piper(const struct planner_input *in, struct plan *out)
 	if (!rc)
 		rc = plan_set_stat(out, "ideals", (double)r.ideals);
 	if (!rc)
-		rc = plan_set_stat(out, "pairs", (double)r.pairs);
+		rc = plan_set_stat(out, "pairs", (double)pairs);
 	if (!rc)
 		rc = plan_set_stat(out, "stages", r.nstages);
 	if (!rc)
@@ -398,9 +546,9 @@ static int plan_piper(const struct planner_input *in, struct plan *out)
 		rc = plan_set_stat(out, "layers", pi.nnodes);
 	piper_result_release(&r);
 	if (g->piper)
-		free(own.nodes);
+		free(pi.nodes);
 	else
-		piper_inst_release(&own);
+		piper_inst_release(&pi);
 	free(gid);
 	return rc;
 }
@@ -413,8 +561,12 @@ const struct planner planner_piper = {
 	.plan = plan_piper,
 	.options = (const struct planner_option[]){
 		{ "microbatches", POPT_INT, "0", NULL,
-		  "micro-batches N of a model's batch (0: the smallest divisor at least the devices)" },
+		  "micro-batches N of a model's batch (0: the best N up to the smallest divisor "
+		  "of the batch at least the devices)" },
 		{ "max-tp", POPT_INT, "8", NULL, "the largest tensor-parallel degree offered" },
+		{ "grain", POPT_INT, "0", NULL,
+		  "a chain of operators becomes layers of at most 1/grain of the model's time "
+		  "(0: 4 x the devices)" },
 		{ "max-ideals", POPT_INT, "40000", NULL,
 		  "refuse a DAG with more upsets (Piper's own limit)" },
 		{ 0 },

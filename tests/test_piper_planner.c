@@ -224,6 +224,48 @@ static void test_zoo_plans(void **state)
 	}
 }
 
+/* A number from a plan file's text: the value after "key": */
+static double plan_number(const char *buf, const char *key)
+{
+	char pat[64];
+	const char *at;
+
+	snprintf(pat, sizeof pat, "\"%s\":", key);
+	at = strstr(buf, pat);
+	if (!at)
+		fail_msg("no %s in the plan", key);
+	return strtod(at + strlen(pat), NULL);
+}
+
+/* A chain is cut into layers the stages can split (a run of operators in
+ * series is not one layer), and where memory is short the planner
+ * chooses Piper's recomputation for some layers, which the plan records
+ * and the simulator charges. */
+static void test_layers_and_recompute(void **state)
+{
+	char out[8192], cmd[1024], buf[1 << 17];
+	const char *plan = tmp_write("piper-rc.json", "");
+
+	(void)state;
+	snprintf(cmd, sizeof cmd, "plan -m vgg16 -c 1x4:v100 -P piper -o %s", plan);
+	if (test_autopar(cmd, 1, out, sizeof out) != 0)
+		fail_msg("%s: %s", cmd, out);
+	test_read_file(plan, buf, sizeof buf);
+	assert_true(plan_number(buf, "layers") >= 8);
+	assert_true(plan_number(buf, "stages") > 1);
+	assert_null(strstr(buf, "\"recompute\""));
+
+	snprintf(cmd, sizeof cmd, "plan -m gnmt -c '1x4:v100,mem=1GiB' -P piper -o %s", plan);
+	if (test_autopar(cmd, 1, out, sizeof out) != 0)
+		fail_msg("%s: %s", cmd, out);
+	test_read_file(plan, buf, sizeof buf);
+	assert_true(plan_number(buf, "recomputed") > 0);
+	assert_non_null(strstr(buf, "\"recompute\": true"));
+	snprintf(cmd, sizeof cmd, "sim %s", plan);
+	if (test_autopar(cmd, 1, out, sizeof out) != 0)
+		fail_msg("%s: %s", cmd, out);
+}
+
 /* On Piper's own inputs the planner finds the time per sample Piper's
  * published reference (algo.cpp, its DP with its default options) finds:
  * the values below are that program's output on the same inputs and
@@ -274,6 +316,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_on_tiny_dags),
 		cmocka_unit_test(test_zoo_plans),
+		cmocka_unit_test(test_layers_and_recompute),
 		cmocka_unit_test(test_reference_values),
 	};
 
