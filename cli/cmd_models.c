@@ -78,16 +78,17 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Names of the zoo (models/NAME.model) and the imported profiles
- * (pipedream/NAME), sorted. */
+ * (pipedream/NAME, piper/NAME), sorted within each. */
 static int list_names(char ***out, int *n)
 {
 	static const struct {
 		const char *dir, *ext, *prefix;
-	} src[] = { { "models", ".model", "" }, { "profiles/pipedream", ".txt", "pipedream/" } };
+	} src[] = { { "models", ".model", "" }, { "profiles/pipedream", ".txt", "pipedream/" },
+		    { "profiles/piper", ".json", "piper/" } };
 	char path[4096], **v = NULL;
 	int cnt = 0, cap = 0;
 
-	for (size_t s = 0; s < 2; s++) {
+	for (size_t s = 0; s < sizeof src / sizeof src[0]; s++) {
 		DIR *d = opendir(datapath(path, sizeof path, src[s].dir));
 		struct dirent *e;
 		int first = cnt;
@@ -172,10 +173,11 @@ const struct command cmd_models = {
 	.name = "models",
 	.summary = "list the model zoo: operators, parameters, forward GMACs",
 	.usage = "usage: autopar models [NAME|FILE] [-b BATCH] [--csv] [--ops]\n\n"
-		 "Without a model, lists the zoo (models/*.model) and the imported\n"
-		 "PipeDream profiles (pipedream/NAME). NAME is a zoo name, FILE a .model\n"
-		 "file, a PipeDream graph .txt file or a Piper .json input (also\n"
-		 "piper/NAME for profiles/piper/NAME.json).\n\n"
+		 "Without a model, lists the zoo (models/*.model), the imported\n"
+		 "PipeDream profiles (pipedream/NAME) and the Piper inputs\n"
+		 "(piper/NAME). NAME is a zoo name, FILE a .model file, a PipeDream\n"
+		 "graph .txt file or a Piper .json input (also piper/NAME for\n"
+		 "profiles/piper/NAME.json).\n\n"
 		 "  -b, --batch N  batch size (default: the model's own)\n"
 		 "  --csv          machine-readable: model,batch,ops,params,fwd_gmacs,act_bytes\n"
 		 "  --ops          one row per operator: kind, shape, parameters, MACs,\n"

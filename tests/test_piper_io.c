@@ -357,6 +357,10 @@ static void test_commands(void **state)
 		skip();
 	assert_int_equal(test_autopar("models " RESNET, 1, out, sizeof out), 0);
 	assert_non_null(strstr(out, RESNET));
+	/* the shipped inputs are listed beside the zoo */
+	assert_int_equal(test_autopar("models", 1, out, sizeof out), 0);
+	assert_non_null(strstr(out, "\npiper/resnet "));
+	assert_non_null(strstr(out, "\npiper/gnmt "));
 	snprintf(args, sizeof args, "plan -m piper/resnet -c piper -P dp -o '%s/dp.json'",
 		 tmp_dir());
 	assert_int_equal(test_autopar(args, 0, out, sizeof out), 0);
