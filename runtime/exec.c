@@ -410,10 +410,37 @@ static void predict_item(struct exec *e, const struct sched_item *x)
 
 /* Runs the tasks of item x of this rank, on slot j, once predict_item()
  * has run for it. */
+/* The forward of a recomputing shard again, from the inputs it kept
+ * (its gathered ones, or a local producer's output): its output only,
+ * none of the forward's sends, stashing or loss. */
+static int recompute(struct exec *e, struct rshard *s, int j)
+{
+	struct kbufs b;
+
+	fill_kbufs(e, s, j, &b);
+	for (int kk = 0; kk < s->kern.nin; kk++)
+		b.in[kk] = s->alias[kk] ? out_of(e, producer(e, &s->src[kk][0]), j)
+					: s->in[j * s->kern.nin + kk];
+	if (s->ko->fwd(&s->kern, &b))
+		return kernel_failed(e, s, "recomputed forward");
+	return AP_OK;
+}
+
 static int run_tasks(struct exec *e, const struct sched_item *x, int j)
 {
 	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
 	double t0;
+
+	/* a backward item first recomputes its stage's recomputing outputs
+	 * of this micro-batch, in graph order (plan-format.md) */
+	for (int q = a; q < z && x->bwd; q++) {
+		int i = e->stage_ops[q];
+
+		if (e->mine[i] >= 0 && e->sh[e->mine[i]].recompute &&
+		    exec_shard_runs(&e->sh[e->mine[i]], e->mbj) &&
+		    recompute(e, &e->sh[e->mine[i]], j))
+			return AP_EFAIL;
+	}
 
 	for (int q = 0; q < z - a; q++) {
 		int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];

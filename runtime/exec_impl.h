@@ -84,6 +84,12 @@ struct rshard {
 	int gid;                      /* replica group, -1 alone */
 	struct cgroup cg;             /* c-split attention: its heads' group */
 	float **out, **dout, **ws;    /* [nbuf], by micro-batch slot */
+	int recompute;                /* the plan's recompute: its forward
+				       * runs again before its stage's
+				       * backwards (exec.c) */
+	int out_shared;               /* out[] is one buffer for every slot:
+				       * it recomputes, and no other stage
+				       * of this rank reads it */
 	unsigned char *dfresh;        /* [nbuf]: dout holds no gradient yet, so
 				       * the first contribution overwrites it */
 	float **in;                   /* [nbuf * nin] gathered inputs */

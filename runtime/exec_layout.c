@@ -212,6 +212,13 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 				      "and a step must hold whole rounds", p->stages[s].id, r,
 				      p->microbatches, sched_name(p->sched), r);
 	}
+	for (int i = 0; i < g->nops && p->sched == SCHED_ASYNC_PREDICT; i++)
+		if (p->ops[i].recompute)
+			return ap_err(AP_EINPUT, path, 0,
+				      "operator '%s' recomputes: not executable by the runtime "
+				      "under async-predict, whose forwards run beside backwards "
+				      "(it runs recomputation under gpipe, 1f1b and 1f1b-async)",
+				      g->ops[i].name);
 	for (int s = 0; s < p->nstages; s++)
 		if (plan_stage_microbatches(p, s) != p->microbatches)
 			return ap_err(AP_EINPUT, path, 0,
@@ -452,6 +459,18 @@ static float *falloc_from(struct exec *e, const float *host, int64_t n)
 	return p;
 }
 
+/* Whether an op of another stage than op i's reads op i's output on
+ * this rank. */
+static int read_by_other_stage(const struct exec *e, int i)
+{
+	for (int c = i + 1; c < e->g->nops; c++)
+		for (int kk = 0; kk < e->g->ops[c].nin; kk++)
+			if (e->g->ops[c].in[kk] == i && e->mine[c] >= 0 &&
+			    e->p->ops[c].stage != e->p->ops[i].stage)
+				return 1;
+	return 0;
+}
+
 /* The kernel description and buffers of shard s. */
 static int shard_setup(struct exec *e, struct rshard *s)
 {
@@ -490,10 +509,17 @@ static int shard_setup(struct exec *e, struct rshard *s)
 	    !NEW(e, s->dfresh, m) ||
 	    !NEW(e, s->in, (size_t)m * (nin ? nin : 1)) || !NEW(e, s->stash, m))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	/* a recomputing shard's output lives from its forward to the end
+	 * of the item, and again from the recomputation to the end of its
+	 * backward item: one buffer serves every slot */
+	s->recompute = e->p->ops[s->op].recompute && op->kind != OP_INPUT;
+	s->out_shared = s->recompute && !read_by_other_stage(e, s->op);
 	for (int j = 0; j < m; j++) {
 		int64_t ws = s->ko && s->ko->ws_floats ? s->ko->ws_floats(kn) : 0;
 
-		if (op->kind != OP_INPUT && !(s->out[j] = falloc(e, shape_elems(&kn->out))))
+		if (j > 0 && s->out_shared)
+			s->out[j] = s->out[0];
+		else if (op->kind != OP_INPUT && !(s->out[j] = falloc(e, shape_elems(&kn->out))))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		if (!(s->dout[j] = falloc(e, shape_elems(&kn->out))) ||
 		    !(s->ws[j] = falloc(e, ws)))
@@ -908,7 +934,7 @@ void exec_layout_release(struct exec *e)
 		struct rshard *s = &e->sh[q];
 		int nin = e->g->ops[s->op].nin;
 
-		free_list(e, s->out, e->nbuf);
+		free_list(e, s->out, s->out_shared ? 1 : e->nbuf);
 		free_list(e, s->dout, e->nbuf);
 		free(s->dfresh);
 		free_list(e, s->ws, e->nbuf);

@@ -4,7 +4,7 @@
  * replicated stages on four ranks, and under PipeDream's asynchronous
  * 1F1B (checked against the single-process simulation of weight
  * stashing); branchy_small as a DAG of stages whose branches run on
- * different ranks.  Also what must not run: a split the runtime cannot
+ * different ranks; activation recomputation.  Also what must not run: a split the runtime cannot
  * execute is refused before launch naming the operator, and a rank that
  * dies or fails ends the whole job promptly with a non-zero exit.
  */
@@ -74,6 +74,61 @@ static void test_dag_of_stages(void **state)
 	rt_check_plan(path, "branchy_small as a DAG of stages");
 }
 
+/* Marks the ops of plan file path for model (batch 8) as recomputing:
+ * those of stage `stage`, or every op when stage is -1. */
+static void set_recompute(const char *path, const char *model, int stage)
+{
+	struct graph g;
+	struct plan p;
+
+	graph_init(&g);
+	plan_init(&p);
+	assert_int_equal(model_load(model, 8, &g), 0);
+	assert_int_equal(plan_read(path, &g, &p), 0);
+	for (int i = 0; i < g.nops; i++)
+		p.ops[i].recompute |= stage < 0 || p.ops[i].stage == stage;
+	assert_int_equal(plan_write(&p, &g, path), 0);
+	plan_release(&p);
+	graph_release(&g);
+}
+
+/* Activation recomputation trains exactly as without: every op, or one
+ * stage's, of a chain under each schedule that runs it, replicated
+ * stages, and the DAG of stages whose rank 0 holds two stages (the stem's
+ * output, read by the head's stage there, keeps a buffer per slot).
+ * Without the recomputation the shared output buffers would hold the last
+ * micro-batch's outputs, and the check would fail. */
+static void test_recompute(void **state)
+{
+	static const enum sched_kind sched[] = { SCHED_GPIPE, SCHED_1F1B, SCHED_1F1B_ASYNC };
+	char path[1024], what[256], out[16384];
+
+	(void)state;
+	for (size_t k = 0; k < sizeof sched / sizeof *sched; k++)
+		for (int stage = -1; stage < 1; stage++) {
+			snprintf(path, sizeof path, "%s/rc-%zu-%d.json", tmp_dir(), k, stage);
+			rt_pipeline_plan("cnn_small", 8, "cpu-1x2", 2, 1, sched[k], 4, path);
+			set_recompute(path, "cnn_small", stage);
+			snprintf(what, sizeof what, "cnn_small recomputing stage %d, %s", stage,
+				 sched_name(sched[k]));
+			rt_check_plan(path, what);
+		}
+	snprintf(path, sizeof path, "%s/rc-rep.json", tmp_dir());
+	rt_pipeline_plan("transformer_tiny", 8, "cpu-1x4", 2, 2, SCHED_1F1B, 2, path);
+	set_recompute(path, "transformer_tiny", -1);
+	rt_check_plan(path, "transformer_tiny recomputing, replicated stages");
+	snprintf(path, sizeof path, "%s/rc-dag.json", tmp_dir());
+	rt_dag_plan(path, SCHED_GPIPE);
+	set_recompute(path, "branchy_small", -1);
+	rt_check_plan(path, "branchy_small recomputing, a DAG of stages");
+	/* async-predict runs forwards beside backwards: refused */
+	snprintf(path, sizeof path, "%s/rc-predict.json", tmp_dir());
+	rt_pipeline_plan("mlp", 8, "cpu-1x2", 2, 1, SCHED_ASYNC_PREDICT, 4, path);
+	set_recompute(path, "mlp", 0);
+	assert_int_equal(rt_run(out, sizeof out, "run '%s' --steps 1", path), 2);
+	assert_non_null(strstr(out, "recomputes"));
+}
+
 /* transformer_tiny's attention has 4 heads: 8 shards along c cannot each
  * run whole ones (a plan for 8 devices), refused before anything starts. */
 static void test_refuses_before_launch(void **state)
@@ -138,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_replicated_stages),
 		cmocka_unit_test(test_async),
 		cmocka_unit_test(test_dag_of_stages),
+		cmocka_unit_test(test_recompute),
 		cmocka_unit_test(test_refuses_before_launch),
 		cmocka_unit_test(test_rank_killed),
 		cmocka_unit_test(test_rank_error),
