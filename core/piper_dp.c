@@ -50,10 +50,23 @@ struct ws {
 	/* per (upset, k): the count, then the s where dp drops below its
 	 * value at s - 1 (0 first): the reference's faster update */
 	int *drops;          /* [nid][K + 1][S + 2] */
+	/* per upset, lower bounds on its stages' memory and TPS: for each t
+	 * from 1 to T a block at boff[t] of sums over the upset's nodes with
+	 * degree t, by node: their count, then the least memory of a
+	 * configuration at y = 1 (a row that fits nothing there is skipped),
+	 * then for each d up to K / t the least TPS contribution with no
+	 * crossing bytes (the knapsack picks one configuration a node, the
+	 * bytes add).  A stage's bound is the difference of its two upsets'. */
+	int T, nb, *boff;
+	double *bnd;         /* [nid][nb] */
+	double *lim;         /* [nb]: limits() */
+	int bounded;         /* the costs are non-negative: the bounds hold */
 	/* scratch */
 	int *nodes;          /* the stage's nodes */
 	char *in;            /* node in the stage */
-	long *byz;           /* upsets by size */
+	char *need;          /* [K + 1]: the d whose rows fill() needs */
+	double *lb;          /* [K + 1]: their TPS's lower bounds */
+	long *first;         /* [n + 2]: the first id of each size, ids by size */
 	long *queue;
 	double *edge_b;      /* per node and TMPC of degree t: crossing bytes */
 	struct row *rows;    /* [K + 1] for one t: TPS[d][s] by d */
@@ -150,6 +163,44 @@ static int upsets(struct ws *w)
 		}
 	free(next);
 	return rc;
+}
+
+/* Renumbers the upsets by size, stably (the empty set stays 0, the full
+ * one is last), and drops the hash index, whose slots name the old ids:
+ * the DP takes them in this order and scans the smaller ones in place. */
+static int by_size(struct ws *w)
+{
+	uint64_t *sets = malloc((size_t)w->nid * (size_t)w->words * sizeof *sets);
+	int *size = malloc((size_t)w->nid * sizeof *size);
+	long *at = calloc((size_t)w->n + 2, sizeof *at);
+
+	w->first = at;
+	if (!sets || !size || !at) {
+		free(sets);
+		free(size);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (long id = 0; id < w->nid; id++)
+		at[w->size[id] + 1]++;
+	for (int z = 1; z <= w->n + 1; z++)
+		at[z] += at[z - 1];
+	for (long id = 0; id < w->nid; id++) {
+		long to = at[w->size[id]]++;
+
+		memcpy(sets + (size_t)to * (size_t)w->words, set_of(w, id),
+		       (size_t)w->words * sizeof *sets);
+		size[to] = w->size[id];
+	}
+	/* at[z] is now the end of size z: shift it to the start */
+	memmove(at + 1, at, ((size_t)w->n + 1) * sizeof *at);
+	at[0] = 0;
+	free(w->sets);
+	free(w->size);
+	free(w->hash);
+	w->sets = sets;
+	w->size = size;
+	w->hash = NULL;
+	return AP_OK;
 }
 
 /* --- one stage ------------------------------------------------------------ */
@@ -396,7 +447,7 @@ double piper_stage_tps(const struct piper_inst *pi, const int *nodes, int n, int
 	return r;
 }
 
-/* --- the DP --------------------------------------------------------------- */
+/* --- the table ------------------------------------------------------------ */
 
 static double *cell(const struct ws *w, long id, int k)
 {
@@ -423,15 +474,29 @@ static void set_drops(struct ws *w, long id)
 	}
 }
 
-/* dp[I][k][s] = min over s of max(dp[J][j][s - d], row(s)), visiting
+/* dp[I][k'][s'] = min(dp[I][k'][s'], v) for every k' >= k and s' >= s.
+ * dp[I] is kept monotone in k and s as it fills, not made so after: the
+ * same minima over the same values, and every bound against it (useful())
+ * the tightest at once.  Where a cell is at most v so is all beyond it. */
+static void lower(const struct ws *w, long I, int k, int s, double v)
+{
+	for (; k <= w->K; k++) {
+		double *c = cell(w, I, k);
+
+		if (c[s] <= v)
+			return;
+		for (int x = s; x <= w->S && c[x] > v; x++)
+			c[x] = v;
+	}
+}
+
+/* dp[I][k] = min over s of max(dp[J][j][s - d], row(s)), visiting
  * only the s - d where dp[J][j] drops (it falls with s, row rises): those
- * before the crossing take dp[J]'s value, the first after it row's; the
- * monotone pass after the upset carries them on. */
+ * before the crossing take dp[J]'s value, the first after it row's. */
 static void update(const struct ws *w, long I, int k, long J, int j, const struct row *row)
 {
 	const double *from = cell(w, J, j);
 	const int *dr = drops_of(w, J, j), *f = dr + 1;
-	double *to = cell(w, I, k);
 	int lo = 0, hi = dr[0] - 1, u = -1, d = row->d;
 
 	while (lo <= hi) {
@@ -445,15 +510,142 @@ static void update(const struct ws *w, long I, int k, long J, int j, const struc
 		}
 	}
 	for (int v = 0; v <= u; v++)
-		if (from[f[v]] < to[f[v] + d])
-			to[f[v] + d] = from[f[v]];
-	if (u + 1 < dr[0] && f[u + 1] + d <= w->S) {
-		double x = row_at(row, f[u + 1] + d);
-
-		if (x < to[f[u + 1] + d])
-			to[f[u + 1] + d] = x;
-	}
+		lower(w, I, k, f[v] + d, from[f[v]]);
+	if (u + 1 < dr[0] && f[u + 1] + d <= w->S)
+		lower(w, I, k, f[u + 1] + d, row_at(row, f[u + 1] + d));
 }
+
+/* --- bounds --------------------------------------------------------------- */
+
+static double *bnd_of(const struct ws *w, long id, int t)
+{
+	return w->bnd + (size_t)id * (size_t)w->nb + (size_t)w->boff[t];
+}
+
+/* Whether every cost is non-negative (and a number), as piper_read()
+ * checks and the planner's costs are: then the DP's sums only grow with
+ * each term and round by relative n eps, which the bounds rely on. */
+static int costs_nonneg(const struct piper_inst *pi)
+{
+	for (int e = 0; e < pi->nedges; e++)
+		if (!(pi->edges[e].bytes >= 0))
+			return 0;
+	for (int v = 0; v < pi->nnodes; v++) {
+		const struct piper_node *x = &pi->nodes[v];
+
+		for (int g = 0; g < x->ndeg; g++)
+			for (int l = 0; l < x->deg[g].ntmpc; l++) {
+				const struct piper_tmpc *c = &x->deg[g].tmpc[l];
+
+				if (!(c->time >= 0 && c->params >= 0 && c->mem_a >= 0 &&
+				      c->mem_b >= 0))
+					return 0;
+				for (int e = 0; e < x->nin; e++)
+					if (!(c->sync_fw[e] >= 0))
+						return 0;
+				for (int e = 0; e < x->nout; e++)
+					if (!(c->sync_bw[e] >= 0))
+						return 0;
+			}
+	}
+	return 1;
+}
+
+/* Every upset's bound sums (struct ws), in node order. */
+static int bounds(struct ws *w)
+{
+	const struct piper_inst *pi = w->pi;
+	double resync = 4.0 / pi->mbs / pi->bw, *node;
+
+	w->boff = malloc(((size_t)w->T + 1) * sizeof *w->boff);
+	if (!w->boff)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	w->nb = 0;
+	for (int t = 1; t <= w->T; t++) {
+		w->boff[t] = w->nb;
+		w->nb += 2 + w->K / t;
+	}
+	node = calloc((size_t)w->n * (size_t)w->nb, sizeof *node);
+	w->bnd = calloc((size_t)w->nid * (size_t)w->nb, sizeof *w->bnd);
+	w->lim = malloc((size_t)w->nb * sizeof *w->lim);
+	if (!node || !w->bnd || !w->lim) {
+		free(node);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	/* per node: the terms its configurations of degree t contribute,
+	 * the TPS contributions as contributions() writes them with no
+	 * crossing bytes, which only add */
+	for (int v = 0; v < w->n; v++)
+		for (int t = 1; t <= w->T; t++) {
+			const struct piper_degree *g = piper_degree_of(&pi->nodes[v], t);
+			double *b = node + (size_t)v * (size_t)w->nb + (size_t)w->boff[t];
+
+			if (!g)
+				continue;
+			b[0] = 1;
+			for (int l = 0; l < g->ntmpc; l++) {
+				const struct piper_tmpc *x = &g->tmpc[l];
+
+				b[1] = l ? fmin(b[1], x->mem_a + x->mem_b) : x->mem_a + x->mem_b;
+				for (int d = 1; d * t <= w->K; d++) {
+					double inv = 1.0 / d, c = x->time * inv +
+								  (1 - inv) * (resync * x->params);
+
+					b[1 + d] = l ? fmin(b[1 + d], c) : c;
+				}
+			}
+		}
+	for (long id = 0; id < w->nid; id++) {
+		const uint64_t *set = set_of(w, id);
+		double *b = w->bnd + (size_t)id * (size_t)w->nb;
+
+		for (int k = 0; k < w->words; k++)
+			for (uint64_t x = set[k]; x; x &= x - 1) {
+				const double *a = node + (size_t)(k * 64 + __builtin_ctzll(x)) *
+								(size_t)w->nb;
+
+				for (int i = 0; i < w->nb; i++)
+					b[i] += a[i];
+			}
+	}
+	free(node);
+	w->bounded = costs_nonneg(pi);
+	return AP_OK;
+}
+
+/* The lower bounds' limits for upset I into w->lim: a lower bound on
+ * the sum of the i-th terms over stage I \ J, as the DP's own sums (in
+ * whatever order, rounded) find it, is (lim[i] - bnd(J)[i]) (1 - 1e-9);
+ * -INFINITY without bounds.  The upsets' sums round by at most n eps of
+ * the largest, the full set's, and the stage's own by n eps of itself:
+ * both far below the margins of 1e-9 taken. */
+static void limits(struct ws *w, long I)
+{
+	const double *b = bnd_of(w, I, 1), *full = bnd_of(w, w->nid - 1, 1);
+
+	for (int i = 0; i < w->nb; i++)
+		w->lim[i] = w->bounded ? b[i] - 1e-9 * full[i] : -INFINITY;
+}
+
+/* The first k from k0 on where stage I \ J on degrees t and d, of TPS at
+ * least lb, may lower dp[I][k]; K + 1 when none.  update() writes at
+ * s = f + d for the drops f of dp[J][k - t d] values at least the larger
+ * of lb and dp[J][k - t d][f], and one at least dp[I][k][f + d] changes
+ * nothing.  dp[I] falls with s and k: once lb reaches it, it does for
+ * every s after, and at s = d for every k after. */
+static int useful(const struct ws *w, long I, long J, int t, int d, double lb, int k)
+{
+	const double *to = cell(w, I, k), *from = cell(w, J, k - t * d);
+	const int *dr = drops_of(w, J, k - t * d);
+
+	for (; k <= w->K && lb < to[d]; k++, to += w->S + 1, from += w->S + 1, dr += w->S + 2)
+		for (int v = 1; v <= dr[0] && dr[v] + d <= w->S && lb < to[dr[v] + d]; v++)
+			if (from[dr[v]] < to[dr[v] + d])
+				return k;
+	return w->K + 1;
+}
+
+/* --- the DP --------------------------------------------------------------- */
 
 /* The nodes of set I \ J into w->nodes (marked in w->in); their count. */
 static int stage_nodes(struct ws *w, long I, long J)
@@ -472,9 +664,10 @@ static int stage_nodes(struct ws *w, long I, long J)
 	return n;
 }
 
-/* TPS[d][s] of stage I \ J for degree t into w->rows; 0 when some node
- * lacks t. */
-static int stage_table(struct ws *w, struct stage_buf *sb, int n, int t)
+/* TPS[d][s] of stage I \ J for degree t into w->rows, for the d with
+ * need[d] (NULL: every d; the others' rows fit nothing); 0 when some
+ * node lacks t. */
+static int stage_table(struct ws *w, struct stage_buf *sb, int n, int t, const char *need)
 {
 	const struct piper_inst *pi = w->pi;
 	double sx = 0, sy = 0, sa = 0, sm = 0;
@@ -495,7 +688,7 @@ static int stage_table(struct ws *w, struct stage_buf *sb, int n, int t)
 		double *v = w->knap + (size_t)d * (size_t)(w->S + 2);
 
 		*r = (struct row){ .d = d };
-		if (pi->mbs % d)
+		if (pi->mbs % d || (need && !need[d]))
 			continue;
 		/* one configuration per node: the sums of the terms, while the
 		 * memory a y + b fits */
@@ -516,21 +709,21 @@ static int stage_table(struct ws *w, struct stage_buf *sb, int n, int t)
 }
 
 /* The sub-upsets of I (all, not I itself) into w->queue, smallest
- * first; their count.  A scan of the smaller upsets with a word test
- * each, cheaper than walking removals through the hash index. */
+ * first; their count.  A scan of the smaller upsets, in place, cheaper
+ * than walking removals through a hash index. */
 static long sub_upsets(struct ws *w, long I)
 {
-	const uint64_t *a = set_of(w, I);
-	long n = 0;
+	const uint64_t *a = set_of(w, I), *b = w->sets;
+	long n = 0, end = w->first[w->size[I]], *queue = w->queue;
+	int words = w->words;
 
-	for (long q = 0; q < w->nid && w->size[w->byz[q]] < w->size[I]; q++) {
-		const uint64_t *b = set_of(w, w->byz[q]);
-		int in = 1;
+	for (long q = 0; q < end; q++, b += words) {
+		uint64_t out = 0;
 
-		for (int k = 0; k < w->words && in; k++)
-			in = !(b[k] & ~a[k]);
-		if (in)
-			w->queue[n++] = w->byz[q];
+		for (int k = 0; k < words; k++)
+			out |= b[k] & ~a[k];
+		if (!out)
+			queue[n++] = q;
 	}
 	return n;
 }
@@ -545,43 +738,58 @@ static int degrees_max(const struct piper_inst *pi)
 	return t;
 }
 
-/* dp[I] from every sub-upset J, then made monotone. */
+/* dp[I] from every sub-upset J.  The bounds skip a stage some node of
+ * which lacks t, one that fits no device even with the least memory of
+ * each node, and a (t, d) that lowers nothing (useful()): before the
+ * stage is costed, which is most of the work.  The largest J first: the
+ * small stages set dp[I] low early, against which the bounds of the
+ * large ones bite (the minima do not depend on the order). */
 static int fill(struct ws *w, struct stage_buf *sb, long I, long long *pairs)
 {
 	long nsub = sub_upsets(w, I);
-	int tmax = degrees_max(w->pi), K = w->K;
+	int K = w->K;
 
-	for (long q = 0; q < nsub; q++) {
+	limits(w, I);
+	for (long q = nsub - 1; q >= 0; q--) {
 		long J = w->queue[q];
-		int n = stage_nodes(w, I, J);
+		int n = -1;
 
 		(*pairs)++;
 		if ((*pairs & 1023) == 0 && w->deadline > 0 && now_s() > w->deadline)
 			return ap_err(AP_EINPUT, "piper", 0, "the search did not finish within "
 				      "its budget (%ld upsets)", w->nid);
-		for (int t = 1; t <= K && t <= tmax; t++) {
-			int st = stage_table(w, sb, n, t);
+		for (int t = 1; t <= w->T; t++) {
+			const double *bi = bnd_of(w, I, t), *bj = bnd_of(w, J, t),
+				     *lim = w->lim + w->boff[t];
+			int st, any = 0;
 
+			if (bi[0] - bj[0] != w->size[I] - w->size[J] ||
+			    (lim[1] - bj[1]) * (1 - 1e-9) > w->pi->mem)
+				continue;
+			for (int d = 1; d * t <= K; d++) {
+				double lb = (lim[1 + d] - bj[1 + d]) * (1 - 1e-9);
+
+				w->lb[d] = lb;
+				w->need[d] = w->pi->mbs % d == 0 && useful(w, I, J, t, d, lb, d * t) <= K;
+				any |= w->need[d];
+			}
+			if (!any)
+				continue;
+			if (n < 0)
+				n = stage_nodes(w, I, J);
+			st = stage_table(w, sb, n, t, w->need);
 			if (st < 0)
 				return AP_EFAIL;
 			for (int d = 1; st && d * t <= K; d++) {
 				/* a stage that fits no device updates nothing */
-				if (w->pi->mbs % d || !isfinite(row_at(&w->rows[d], d)))
+				if (!w->need[d] || !isfinite(row_at(&w->rows[d], d)))
 					continue;
-				for (int k = d * t; k <= K; k++)
+				for (int k = useful(w, I, J, t, d, w->lb[d], d * t); k <= K;
+				     k = useful(w, I, J, t, d, w->lb[d], k + 1))
 					update(w, I, k, J, k - d * t, &w->rows[d]);
 			}
 		}
 	}
-	for (int k = 0; k <= K; k++)
-		for (int s = 0; s <= w->S; s++) {
-			double *c = cell(w, I, k);
-
-			if (k > 0 && cell(w, I, k - 1)[s] < c[s])
-				c[s] = cell(w, I, k - 1)[s];
-			if (s > 0 && c[s - 1] < c[s])
-				c[s] = c[s - 1];
-		}
 	set_drops(w, I);
 	return AP_OK;
 }
@@ -591,7 +799,6 @@ static int reconstruct(struct ws *w, struct stage_buf *sb, long I, int k, int s,
 		       struct piper_result *res)
 {
 	const struct piper_inst *pi = w->pi;
-	int tmax = degrees_max(pi);
 
 	while (w->size[I] > 0) {
 		long nsub = sub_upsets(w, I), found = -1;
@@ -601,8 +808,8 @@ static int reconstruct(struct ws *w, struct stage_buf *sb, long I, int k, int s,
 			long J = w->queue[q];
 
 			n = stage_nodes(w, I, J);
-			for (int t = 1; t <= k && t <= tmax && found < 0; t++) {
-				int st = stage_table(w, sb, n, t);
+			for (int t = 1; t <= k && t <= w->T && found < 0; t++) {
+				int st = stage_table(w, sb, n, t, NULL);
 
 				if (st < 0)
 					return AP_EFAIL;
@@ -655,7 +862,6 @@ int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 	struct ws w = { .pi = pi, .n = pi->nnodes, .K = pi->max_devices, .max_ideals = max_ideals };
 	struct stage_buf sb = { 0 };
 	size_t hsize = 16;
-	long *byz = NULL, *cnt = NULL;
 	int rc;
 
 	memset(res, 0, sizeof *res);
@@ -675,6 +881,13 @@ int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 		goto out;
 	}
 	rc = upsets(&w);
+	if (!rc)
+		rc = by_size(&w);
+	if (rc)
+		goto out;
+	w.T = degrees_max(pi);
+	w.T = w.T < w.K ? w.T : w.K;
+	rc = bounds(&w);
 	if (rc)
 		goto out;
 	res->ideals = w.nid;
@@ -682,30 +895,23 @@ int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 	w.drops = malloc((size_t)w.nid * (size_t)(w.K + 1) * (size_t)(w.S + 2) * sizeof *w.drops);
 	w.nodes = malloc((size_t)w.n * sizeof *w.nodes);
 	w.in = calloc((size_t)w.n, 1);
+	w.need = malloc((size_t)w.K + 1);
+	w.lb = malloc(((size_t)w.K + 1) * sizeof *w.lb);
 	w.queue = malloc((size_t)w.nid * sizeof *w.queue);
 	w.knap = malloc((size_t)(w.K + 1) * ((size_t)w.S + 2) * sizeof *w.knap);
 	w.rows = malloc((size_t)(w.K + 1) * sizeof *w.rows);
-	w.byz = byz = malloc((size_t)w.nid * sizeof *byz);
-	cnt = calloc((size_t)w.n + 2, sizeof *cnt);
-	if (!w.dp || !w.drops || !w.nodes || !w.in || !w.queue || !w.knap || !w.rows || !byz ||
-	    !cnt || buf_alloc(&sb, pi)) {
+	if (!w.dp || !w.drops || !w.nodes || !w.in || !w.need || !w.lb || !w.queue || !w.knap ||
+	    !w.rows || buf_alloc(&sb, pi)) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < (size_t)w.nid * (size_t)(w.K + 1) * (size_t)(w.S + 1); i++)
 		w.dp[i] = i < (size_t)(w.K + 1) * (size_t)(w.S + 1) ? 0 : INFINITY;
-	/* upsets by size (counting sort; the empty set is the only one of 0) */
 	set_drops(&w, 0);
-	for (long id = 0; id < w.nid; id++)
-		cnt[w.size[id] + 1]++;
-	for (int z = 1; z <= w.n + 1; z++)
-		cnt[z] += cnt[z - 1];
-	for (long id = 0; id < w.nid; id++)
-		byz[cnt[w.size[id]]++] = id;
-	for (long q = 1; q < w.nid && !rc; q++)
-		rc = fill(&w, &sb, byz[q], &res->pairs);
+	for (long I = 1; I < w.nid && !rc; I++)
+		rc = fill(&w, &sb, I, &res->pairs);
 	if (!rc) {
-		long full = byz[w.nid - 1];
+		long full = w.nid - 1;
 		int bk = -1, bs = -1;
 
 		for (int k = 0; k <= w.K; k++)
@@ -723,8 +929,7 @@ int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 	}
 out:
 	buf_release(&sb);
-	free(byz);
-	free(cnt);
+	free(w.first);
 	free(w.hash);
 	free(w.sets);
 	free(w.size);
@@ -732,6 +937,11 @@ out:
 	free(w.drops);
 	free(w.nodes);
 	free(w.in);
+	free(w.need);
+	free(w.lb);
+	free(w.boff);
+	free(w.bnd);
+	free(w.lim);
 	free(w.queue);
 	free(w.knap);
 	free(w.rows);
