@@ -147,6 +147,7 @@ bench: all
 	@mv results/bench.csv.new results/bench.csv
 	bench/sim-speed
 	bench/pipedream-search
+	bench/piper-search
 	bench/ilp-sizes
 	bench/graphpipe-compare
 	bench/papers
