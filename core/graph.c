@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "err.h"
 #include "grow.h"
 #include "piper_inst.h"
@@ -55,6 +56,7 @@ void graph_release(struct graph *g)
 		free(g->ops[i].desc);
 	}
 	free(g->ops);
+	free(g->slots);
 	free(g->path);
 	if (g->piper) {
 		piper_inst_release(g->piper);
@@ -71,28 +73,61 @@ void graph_free(struct graph *g)
 	}
 }
 
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+/* Puts op i into the index (a later op of the same name replaces it). */
+static void index_put(struct graph *g, int i)
+{
+	uint32_t m = (uint32_t)g->nslots - 1, k = name_hash(g->ops[i].name) & m;
+
+	while (g->slots[k] && strcmp(g->ops[g->slots[k] - 1].name, g->ops[i].name))
+		k = (k + 1) & m;
+	g->slots[k] = i + 1;
+}
+
 int graph_add(struct graph *g, const struct op *op)
 {
 	if (grow(&g->ops, g->nops, &g->cap, sizeof *g->ops, 64))
 		return -1;
+	if (2 * (g->nops + 1) > g->nslots) {
+		int n = g->nslots ? 2 * g->nslots : 128, *s = calloc((size_t)n, sizeof *s);
+
+		if (!s)
+			return -1;
+		free(g->slots);
+		g->slots = s;
+		g->nslots = n;
+		for (int i = 0; i < g->nops; i++)
+			index_put(g, i);
+	}
 	g->ops[g->nops] = *op;
+	index_put(g, g->nops);
 	return g->nops++;
 }
 
 int graph_find(const struct graph *g, const char *name)
 {
-	/* Linear scan: graphs have at most a few thousand ops and lookups by
-	 * name happen only while reading files. */
-	for (int i = g->nops - 1; i >= 0; i--)
-		if (strcmp(g->ops[i].name, name) == 0)
-			return i;
+	uint32_t m = (uint32_t)g->nslots - 1;
+
+	if (!g->nslots)
+		return -1;
+	for (uint32_t k = name_hash(name) & m; g->slots[k]; k = (k + 1) & m)
+		if (strcmp(g->ops[g->slots[k] - 1].name, name) == 0)
+			return g->slots[k] - 1;
 	return -1;
 }
 
 int graph_set_batch(struct graph *g, int64_t batch)
 {
-	if (batch <= 0)
-		return ap_err(AP_EINPUT, g->path, 0, "batch %lld must be positive",
+	if (batch <= 0 || batch > AP_MAX_COUNT)
+		return ap_err(AP_EINPUT, g->path, 0, "batch %lld must be positive, at most 2^40",
 			      (long long)batch);
 	if (batch != g->batch) {
 		double r = (double)batch / (double)g->batch;
@@ -106,6 +141,11 @@ int graph_set_batch(struct graph *g, int64_t batch)
 				continue;
 			m->fwd_us *= r;
 			m->bwd_us *= r;
+			/* a scaled byte count past the limit is refused, never cast */
+			if ((double)m->act_bytes * r > (double)AP_MAX_BYTES)
+				return ap_err(AP_EINPUT, g->path, g->ops[i].line,
+					      "'%s' at batch %lld keeps more than 2^62 bytes",
+					      g->ops[i].name, (long long)batch);
 			m->act_bytes = (int64_t)((double)m->act_bytes * r + 0.5);
 		}
 		g->batch = batch;
@@ -115,11 +155,7 @@ int graph_set_batch(struct graph *g, int64_t batch)
 
 int64_t shape_elems(const struct shape *s)
 {
-	int64_t e = 1;
-
-	for (int i = 0; i < s->rank; i++)
-		e *= s->size[i];
-	return e;
+	return sat_prod(s->size, s->rank);
 }
 
 int shape_dim(const struct shape *s, enum dim_kind d)

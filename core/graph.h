@@ -123,6 +123,9 @@ struct graph {
 	int64_t batch;
 	int nops, cap;
 	struct op *ops;
+	/* graph_find()'s index: open addressing on the names, slot = op
+	 * index + 1 (0 empty), nslots a power of two above 2 x nops */
+	int *slots, nslots;
 	int nblocks;          /* repeat blocks in the model file */
 	/* A model read from a Piper input keeps that instance (owned), whose
 	 * configurations the `piper` planner uses as given (piper_inst.h). */
@@ -142,6 +145,8 @@ void graph_free(struct graph *g);
  * op->desc) and returns its index, or -1 on allocation failure. */
 int graph_add(struct graph *g, const struct op *op);
 void op_init(struct op *op);
+/* The index of the op named name (the last one, were two so named), or
+ * -1; constant time, through the index graph_add() keeps. */
 int graph_find(const struct graph *g, const char *name);
 
 /* Computes shapes and accounting of every operator for g->batch.  Reports

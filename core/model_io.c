@@ -10,10 +10,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "datadir.h"
 #include "err.h"
 #include "piper_io.h"
@@ -92,13 +94,15 @@ static int parse_pos_int(const char *s, int *v)
 	return 0;
 }
 
+/* A finite number (NaN and infinities are refused: a NaN time would make
+ * every prediction 0). */
 static int parse_double(const char *s, double *v)
 {
 	char *end;
 
 	errno = 0;
 	*v = strtod(s, &end);
-	return (errno || end == s || *end) ? -1 : 0;
+	return (errno || end == s || *end || !isfinite(*v)) ? -1 : 0;
 }
 
 /* "3" or "1x7"; zero is allowed for padding, so the caller checks range. */
@@ -144,8 +148,8 @@ static int set_given_dim(struct reader *r, struct op *op, enum dim_kind d,
 		return bad(r, "dim '%s' of '%s' given twice", dim_name(d), op->name);
 	if (t->rank == MAX_RANK)
 		return bad(r, "too many dims for '%s'%s", op->name, "");
-	if (parse_i64(val, &v) || v <= 0)
-		return bad(r, "dim size '%s' of '%s' must be a positive integer", val,
+	if (parse_i64(val, &v) || v <= 0 || v > AP_MAX_COUNT)
+		return bad(r, "dim size '%s' of '%s' must be a positive integer up to 2^40", val,
 			   op->name);
 	t->kind[t->rank] = d;
 	t->size[t->rank++] = v;
@@ -173,6 +177,9 @@ static int set_order(struct reader *r, struct op *op, const char *val)
 		if (di < 0)
 			return bad(r, "order '%s' of '%s' names a dim its input lacks", val,
 				   op->name);
+		for (int k = 1; k < n; k++)
+			if (op->a.perm[k] == di)
+				return bad(r, "order '%s' of '%s' names a dim twice", val, op->name);
 		op->a.perm[n++] = di;
 	}
 	if (n != x->rank)
@@ -199,6 +206,8 @@ static int set_measured(struct reader *r, struct op *op, const char *key,
 	}
 	if (parse_double(val, &v) || v < 0)
 		return bad(r, "%s= of '%s' must be a non-negative number", key, op->name);
+	if ((!strcmp(key, "act_bytes") || !strcmp(key, "param_bytes")) && v > (double)AP_MAX_BYTES)
+		return bad(r, "%s= of '%s' is above the limit of models/FORMAT.md", key, op->name);
 	op->m.valid = 1;
 	if (strcmp(key, "fwd_us") == 0)
 		op->m.fwd_us = v;
@@ -237,8 +246,9 @@ static int set_attr(struct reader *r, struct op *op, const char *key, const char
 			break;
 		switch (k->type) {
 		case K_I64:
-			if (parse_i64(val, lp) || *lp <= 0)
-				return bad(r, "%s= must be a positive integer, not '%s'", key, val);
+			if (parse_i64(val, lp) || *lp <= 0 || *lp > AP_MAX_COUNT)
+				return bad(r, "%s= must be a positive integer up to 2^40, not '%s'",
+					   key, val);
 			return 0;
 		case K_INT:
 			if (parse_pos_int(val, ip))
@@ -272,8 +282,9 @@ static int set_attr(struct reader *r, struct op *op, const char *key, const char
 				op->a.out_h = oh, op->a.out_w = ow;
 				return 0;
 			}
-			if (parse_i64(val, &op->a.out) || op->a.out <= 0)
-				return bad(r, "out= must be a positive integer, not '%s'%s", val, "");
+			if (parse_i64(val, &op->a.out) || op->a.out <= 0 || op->a.out > AP_MAX_COUNT)
+				return bad(r, "out= must be a positive integer up to 2^40, not '%s'%s",
+					   val, "");
 			return 0;
 		case K_DBL:
 			if (parse_double(val, &op->a.p))
@@ -362,6 +373,12 @@ static int read_op(struct reader *r, char **tok, int ntok, int block, int iter)
 
 		if (eq) {
 			*eq = 0;
+			/* given twice: the last would silently win */
+			for (int q = 2; q < t; q++)
+				if (strcmp(tok[q], tok[t]) == 0) {
+					rc = bad(r, "attribute '%s' of '%s' given twice", tok[t], op.name);
+					goto fail;
+				}
 			rc = set_attr(r, &op, tok[t], eq + 1);
 			if (rc)
 				goto fail;
@@ -452,6 +469,8 @@ static int read_line(struct reader *r, char *s, int block, int iter, int *seen_b
 	if (strcmp(tok[0], "model") == 0) {
 		if (ntok != 2 || strlen(tok[1]) >= NAME_LEN)
 			return bad(r, "expected 'model NAME'%s%s", "", "");
+		if (r->g->name[0] || *seen_batch || r->g->nops)
+			return bad(r, "'model' must come once, first (models/FORMAT.md)%s%s", "", "");
 		snprintf(r->g->name, sizeof r->g->name, "%s", tok[1]);
 		return 0;
 	}
@@ -460,6 +479,13 @@ static int read_line(struct reader *r, char *s, int block, int iter, int *seen_b
 			return bad(r, "expected 'batch N' with N a positive integer%s%s", "", "");
 		if (r->g->nops)
 			return bad(r, "'batch' must come before the first operator%s%s", "", "");
+		if (*seen_batch)
+			return bad(r, "'batch' given twice%s%s", "", "");
+		if (!r->g->name[0])
+			return bad(r, "'batch' must come after 'model NAME' (models/FORMAT.md)%s%s",
+				   "", "");
+		if (v > AP_MAX_COUNT)
+			return bad(r, "batch is above the limit of models/FORMAT.md%s%s", "", "");
 		if (!r->g->batch)
 			r->g->batch = v;
 		*seen_batch = 1;
@@ -511,6 +537,30 @@ static int split_lines(const char *text, struct lines *l)
 	return 0;
 }
 
+/* Whether s is valid UTF-8 (no overlong forms, surrogates or code points
+ * past U+10FFFF). */
+static int utf8_valid(const unsigned char *s)
+{
+	while (*s) {
+		int n = *s < 0x80 ? 0 : (*s & 0xe0) == 0xc0 ? 1 : (*s & 0xf0) == 0xe0 ? 2
+			: (*s & 0xf8) == 0xf0 ? 3 : -1;
+		uint32_t c = n == 0 ? *s : n == 1 ? *s & 0x1fu : n == 2 ? *s & 0x0fu : *s & 0x07u;
+
+		if (n < 0)
+			return 0;
+		for (int k = 1; k <= n; k++) {
+			if ((s[k] & 0xc0) != 0x80)
+				return 0;
+			c = c << 6 | (s[k] & 0x3fu);
+		}
+		if ((n == 1 && c < 0x80) || (n == 2 && c < 0x800) || (n == 3 && c < 0x10000) ||
+		    c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+			return 0;
+		s += n + 1;
+	}
+	return 1;
+}
+
 static int block_header(char *s, int *count)
 {
 	char *tok[4];
@@ -541,6 +591,11 @@ int model_parse(const char *text, const char *path, int64_t batch, struct graph 
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
+	for (int i = 0; i < l.n && !rc; i++)
+		if (!utf8_valid((const unsigned char *)l.v[i])) {
+			r.line = l.no[i];
+			rc = bad(&r, "not UTF-8 text%s%s", "", "");
+		}
 	for (int i = 0; i < l.n && !rc; i++) {
 		int count = 0, kind = block_header(l.v[i], &count);
 		int start = i + 1, end;
@@ -615,7 +670,8 @@ out:
 	return rc;
 }
 
-static char *slurp(const char *path)
+/* The file's bytes, NUL-terminated, and their count in *len. */
+static char *slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
@@ -630,8 +686,10 @@ static char *slurp(const char *path)
 		free(buf);
 		buf = NULL;
 	}
-	if (buf)
+	if (buf) {
 		buf[n] = 0;
+		*len = (size_t)n;
+	}
 out:
 	fclose(f);
 	return buf;
@@ -639,15 +697,23 @@ out:
 
 int model_read(const char *path, int64_t batch, struct graph *g)
 {
-	char *text = slurp(path);
+	size_t len = 0;
+	char *text = slurp(path, &len);
+	const char *nul;
 	int rc;
 
 	if (!text)
 		return ap_err(AP_EINPUT, path, 0, "cannot read model: %s", strerror(errno));
-	if (memchr(text, 0, strlen(text) + 1) != text + strlen(text))
-		rc = ap_err(AP_EINPUT, path, 0, "not a text file");
-	else
+	nul = memchr(text, 0, len);
+	if (nul) {
+		int line = 1;
+
+		for (const char *c = text; c < nul; c++)
+			line += *c == '\n';
+		rc = ap_err(AP_EINPUT, path, line, "a NUL byte: not a text file");
+	} else {
 		rc = model_parse(text, path, batch, g);
+	}
 	free(text);
 	return rc;
 }

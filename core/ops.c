@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "err.h"
 #include "graph.h"
 
@@ -100,8 +101,8 @@ static int infer_conv2d(const struct graph *g, struct op *op, char *why, size_t 
 	op->out.size[1] = a->out;
 	op->out.size[2] = oh;
 	op->out.size[3] = ow;
-	op->params = a->out * (c / a->groups) * a->kh * a->kw + (a->bias ? a->out : 0);
-	op->fwd_macs = n * a->out * oh * ow * (c / a->groups) * a->kh * a->kw;
+	op->params = sat_add(SAT_PROD(a->out, c / a->groups, a->kh, a->kw), a->bias ? a->out : 0);
+	op->fwd_macs = SAT_PROD(n, a->out, oh, ow, c / a->groups, a->kh, a->kw);
 	op->fwd_elems = shape_elems(&op->out);
 	op->split_mask = ALL_DIMS & ~BIT(DIM_L);
 	return 0;
@@ -128,7 +129,7 @@ static int infer_pool(const struct graph *g, struct op *op, char *why, size_t le
 	op->out = *x;
 	op->out.size[2] = oh;
 	op->out.size[3] = ow;
-	op->fwd_elems = shape_elems(&op->out) * a->kh * a->kw;
+	op->fwd_elems = SAT_PROD(shape_elems(&op->out), a->kh, a->kw);
 	op->split_mask = dims_mask(&op->out);
 	return 0;
 }
@@ -173,9 +174,9 @@ static int infer_linear(const struct graph *g, struct op *op, char *why, size_t 
 				    "vocab=out and out=its input features", op->name);
 		op->params = op->a.bias ? op->a.out : 0;
 	} else {
-		op->params = cin * op->a.out + (op->a.bias ? op->a.out : 0);
+		op->params = sat_add(sat_mul(cin, op->a.out), op->a.bias ? op->a.out : 0);
 	}
-	op->fwd_macs = shape_elems(&op->out) * cin;
+	op->fwd_macs = sat_mul(shape_elems(&op->out), cin);
 	op->fwd_elems = shape_elems(&op->out);
 	op->split_mask = dims_mask(&op->out) & (BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L));
 	return 0;
@@ -200,7 +201,7 @@ static int infer_matmul(const struct graph *g, struct op *op, char *why, size_t 
 		return fail(why, len, "inner dims of matmul '%s' differ", op->name);
 	op->out = *a;
 	op->out.size[r - 1] = ncol;
-	op->fwd_macs = shape_elems(&op->out) * k;
+	op->fwd_macs = sat_mul(shape_elems(&op->out), k);
 	op->fwd_elems = shape_elems(&op->out);
 	op->split_mask = dims_mask(&op->out);
 	return 0;
@@ -234,7 +235,7 @@ static int infer_elementwise(const struct graph *g, struct op *op, char *why, si
 		if (!same_shape(in_shape(g, op, k), &op->out))
 			return fail(why, len, "inputs of '%s' must have the same shape",
 				    op->name);
-	op->fwd_elems = shape_elems(&op->out) * op->nin;
+	op->fwd_elems = sat_mul(shape_elems(&op->out), op->nin);
 	op->split_mask = dims_mask(&op->out);
 	return 0;
 }
@@ -263,7 +264,7 @@ static int infer_concat(const struct graph *g, struct op *op, char *why, size_t 
 				return fail(why, len, "inputs of concat '%s' differ "
 					    "outside the concat dim", op->name);
 		}
-		op->out.size[di] += s->size[di];
+		op->out.size[di] = sat_add(op->out.size[di], s->size[di]);
 	}
 	op->fwd_elems = shape_elems(&op->out);
 	op->split_mask = dims_mask(&op->out);
@@ -294,9 +295,9 @@ static int infer_norm(const struct graph *g, struct op *op, char *why, size_t le
 	if (need_dim(g, op, 0, DIM_C, why, len))
 		return -1;
 	op->out = *in_shape(g, op, 0);
-	op->params = 2 * shape_size(&op->out, DIM_C);
+	op->params = sat_mul(2, shape_size(&op->out, DIM_C));
 	/* mean, variance, normalise, scale: a few passes over the tensor */
-	op->fwd_elems = 4 * shape_elems(&op->out);
+	op->fwd_elems = sat_mul(4, shape_elems(&op->out));
 	op->split_mask = dims_mask(&op->out);
 	if (op->kind == OP_LAYERNORM)
 		op->split_mask &= ~BIT(DIM_C);
@@ -311,7 +312,7 @@ static int infer_softmax(const struct graph *g, struct op *op, char *why, size_t
 	if (shape_dim(x, d) < 0)
 		return need_dim(g, op, 0, d, why, len);
 	op->out = *x;
-	op->fwd_elems = 3 * shape_elems(x);
+	op->fwd_elems = sat_mul(3, shape_elems(x));
 	op->split_mask = dims_mask(x) & ~BIT(d);
 	return 0;
 }
@@ -328,7 +329,7 @@ static int infer_embedding(const struct graph *g, struct op *op, char *why, size
 	op->out = *x;
 	op->out.kind[op->out.rank] = DIM_C;
 	op->out.size[op->out.rank++] = op->a.out;
-	op->params = op->a.vocab * op->a.out;
+	op->params = sat_mul(op->a.vocab, op->a.out);
 	op->fwd_elems = shape_elems(&op->out);
 	op->split_mask = dims_mask(&op->out);
 	return 0;
@@ -345,12 +346,12 @@ static int infer_lstm(const struct graph *g, struct op *op, char *why, size_t le
 		return fail(why, len, "lstm '%s' needs out= (hidden size)", op->name);
 	c = x->size[2];
 	op->out = *x;
-	op->out.size[2] = h * dirs;
+	op->out.size[2] = sat_mul(h, dirs);
 	/* four gates, each a GEMM over [x_t, h_{t-1}]; PyTorch keeps two
 	 * bias vectors (b_ih, b_hh) per gate */
-	op->params = dirs * (4 * h * (c + h) + (op->a.bias ? 8 * h : 0));
-	op->fwd_macs = x->size[0] * x->size[1] * dirs * 4 * h * (c + h);
-	op->fwd_elems = x->size[0] * x->size[1] * dirs * 10 * h;
+	op->params = sat_mul(dirs, sat_add(SAT_PROD(4, h, sat_add(c, h)), op->a.bias ? 8 * h : 0));
+	op->fwd_macs = SAT_PROD(x->size[0], x->size[1], dirs, 4, h, sat_add(c, h));
+	op->fwd_elems = SAT_PROD(x->size[0], x->size[1], dirs, 10, h);
 	op->split_mask = BIT(DIM_N) | BIT(DIM_C);
 	return 0;
 }
@@ -373,14 +374,14 @@ static int infer_attention(const struct graph *g, struct op *op, char *why, size
 		return fail(why, len, "heads= of attention '%s' must divide its features",
 			    op->name);
 	op->out = *q;
-	op->params = 4 * c * c + (op->a.bias ? 4 * c : 0);
+	op->params = sat_add(SAT_PROD(4, c, c), op->a.bias ? 4 * c : 0);
 	/* q and output projections over lq tokens, k and v over lk; then
 	 * QK^T and the weighted sum of V, halved under a causal mask */
-	scores = 2 * n * lq * lk * c;
+	scores = SAT_PROD(2, n, lq, lk, c);
 	if (op->a.causal)
 		scores /= 2;
-	op->fwd_macs = 2 * n * lq * c * c + 2 * n * lk * c * c + scores;
-	op->fwd_elems = 3 * n * op->a.heads * lq * lk + shape_elems(q);
+	op->fwd_macs = sat_add(sat_add(SAT_PROD(2, n, lq, c, c), SAT_PROD(2, n, lk, c, c)), scores);
+	op->fwd_elems = sat_add(SAT_PROD(3, n, op->a.heads, lq, lk), shape_elems(q));
 	op->split_mask = BIT(DIM_N) | BIT(DIM_L) | BIT(DIM_C);
 	return 0;
 }
@@ -399,7 +400,7 @@ static int infer_loss(const struct graph *g, struct op *op, char *why, size_t le
 		op->out.kind[op->out.rank] = x->kind[i];
 		op->out.size[op->out.rank++] = x->size[i];
 	}
-	op->fwd_elems = 3 * shape_elems(x);
+	op->fwd_elems = sat_mul(3, shape_elems(x));
 	op->split_mask = dims_mask(&op->out) & (BIT(DIM_N) | BIT(DIM_L));
 	return 0;
 }
@@ -553,6 +554,12 @@ int graph_finalize_range(struct graph *g, int from, int to)
 			if (r->infer(g, op, why, sizeof why))
 				return ap_err(AP_EINPUT, g->path, op->line, "%s", why);
 		}
+		/* past the limits, nothing computed from the op is meaningful */
+		if (shape_elems(&op->out) > AP_MAX_WORK || op->params > AP_MAX_WORK ||
+		    op->fwd_macs > AP_MAX_WORK || op->fwd_elems > AP_MAX_WORK)
+			return ap_err(AP_EINPUT, g->path, op->line,
+				      "'%s' is too large: its output, parameters or work pass "
+				      "2^60 (the limits of models/FORMAT.md)", op->name);
 		op->bwd_macs = 2 * op->fwd_macs;
 		op->out_bytes = shape_elems(&op->out) * BYTES_PER_ELEM;
 		if (op->m.valid) {

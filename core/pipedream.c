@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "err.h"
 #include "model_io.h"
 #include "grow.h"
@@ -82,6 +83,13 @@ static int find(const struct pd *pd, const char *name)
 	return -1;
 }
 
+/* A statistic is a finite non-negative number (a NaN time would make
+ * every prediction 0) that a byte count can hold (models/FORMAT.md). */
+static int in_range(double x)
+{
+	return x >= 0 && x <= (double)AP_MAX_BYTES;
+}
+
 /* "key=V" inside the stats part; V may be "[a; b; c]" (summed). */
 static int stat(const char *s, const char *key, double *v)
 {
@@ -94,7 +102,7 @@ static int stat(const char *s, const char *key, double *v)
 	if (*p != '[') {
 		errno = 0;
 		*v = strtod(p, &end);
-		return (errno || end == p || *v < 0) ? -1 : 0;
+		return (errno || end == p || !in_range(*v)) ? -1 : 0;
 	}
 	*v = 0;
 	for (p++;;) {
@@ -104,7 +112,7 @@ static int stat(const char *s, const char *key, double *v)
 			p++;
 		errno = 0;
 		x = strtod(p, &end);
-		if (errno || end == p || x < 0)
+		if (errno || end == p || !in_range(x) || !in_range(*v + x))
 			return -1;
 		*v += x;
 		p = end;

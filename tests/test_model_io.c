@@ -119,7 +119,26 @@ static const struct {
 	{ "model t\nbatch 2\ninput x c=6 c=4\n", 3, "given twice" },
 	{ "model t\nbatch 2\ninput x c=6\nreshape r x c=5\n", 4, "number of elements" },
 	{ "model t\nbatch 2\ninput x c=6\ntranspose t x order=l\n", 4, "order" },
-	{ "model t\nbatch 2\nbatch 3\ninput x c=3\nbatch 4\n", 5, "before the first" },
+	{ "model t\nbatch 2\ninput x c=3\nbatch 4\n", 4, "before the first" },
+	/* hardening: each of these was accepted before */
+	{ "model t\nbatch 2\nbatch 3\ninput x c=3\n", 3, "'batch' given twice" },
+	{ "batch 2\nmodel t\ninput x c=3\n", 1, "after 'model NAME'" },
+	{ "model t\nmodel u\nbatch 2\ninput x c=3\n", 2, "once, first" },
+	{ "model t\nbatch 2\ninput x c=3\nrelu r x fwd_us=nan\n", 4, "non-negative number" },
+	{ "model t\nbatch 2\ninput x c=3\nrelu r x bwd_us=inf\n", 4, "non-negative number" },
+	{ "model t\nbatch 2\ninput x c=3\nrelu r x act_bytes=1e30\n", 4, "above the limit" },
+	{ "model t\nbatch 2\ninput x c=3 h=4 w=4\nconv2d c x out=4 k=3 k=1\n", 4,
+	  "attribute 'k' of 'c' given twice" },
+	{ "model t\nbatch 2\ninput x c=6 l=4\ntranspose t x order=c,c\n", 4, "names a dim twice" },
+	{ "model t\nbatch 2\ninput x\xff c=3\n", 3, "not UTF-8" },
+	{ "model t\nbatch 2\ninput x\xc0\xaf c=3\n", 3, "not UTF-8" },
+	{ "model t\nbatch 2\ninput x c=2000000000000\n", 3, "up to 2^40" },
+	{ "model t\nbatch 5000000000000\ninput x c=3\n", 2, "limit" },
+	{ "model t\nbatch 1000000\ninput x c=1000000 h=1000000 w=1000000\n", 3, "too large" },
+	{ "model t\nbatch 100000\ninput x c=100000 l=100000\nlinear f x out=100000\n", 4,
+	  "too large" },
+	{ "model t\nbatch 2\ninput x l=1000000\nembedding e x vocab=1000000000000 out=1000000000000\n",
+	  4, "too large" },
 	{ "model t\nbatch 2\ninput x\n", 3, "needs its dims" },
 };
 
@@ -144,6 +163,43 @@ static void test_malformed(void **state)
 	ap_err_quiet(0);
 }
 
+/* A NUL byte is not text: reported with its line, not read past. */
+static void test_nul_byte(void **state)
+{
+	static const char text[] = "model t\nbatch 2\ninput x c=3\0\nrelu r x\n";
+	const char *path = tmp_write("nul.model", "");
+	FILE *f = fopen(path, "wb");
+	struct graph g;
+
+	(void)state;
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, sizeof text - 1, f), sizeof text - 1);
+	fclose(f);
+	ap_err_quiet(1);
+	assert_int_equal(model_read(path, 0, &g), AP_EINPUT);
+	ap_err_quiet(0);
+	assert_non_null(strstr(ap_last_error(), ":3: a NUL byte"));
+}
+
+/* Reading is linear in the operators: 200,000 of them in repeat blocks
+ * (every input a name lookup) read in well under a second, where a scan
+ * per lookup took minutes; and lookups find the right operator. */
+static void test_many_ops(void **state)
+{
+	const char *text = "model big\nbatch 2\ninput x c=4\nrepeat 100000\n"
+			   "relu a{i} @in\nrelu b{i} a{i}\nend\nloss l b99999\n";
+	struct graph g;
+
+	(void)state;
+	assert_int_equal(model_parse(text, "big.model", 0, &g), AP_OK);
+	assert_int_equal(g.nops, 200002);
+	assert_int_equal(graph_find(&g, "a0"), 1);
+	assert_int_equal(graph_find(&g, "b99999"), 200000);
+	assert_int_equal(graph_find(&g, "b100000"), -1);
+	assert_int_equal(g.ops[graph_find(&g, "b5")].in[0], graph_find(&g, "a5"));
+	graph_release(&g);
+}
+
 static void test_malformed_pipedream(void **state)
 {
 	static const struct {
@@ -163,6 +219,13 @@ static void test_malformed_pipedream(void **state)
 		  1, "cycle" },
 		{ "node1 -- ReLU -- forward_compute_time=1, backward_compute_time=0, "
 		  "activation_size=[4; x], parameter_size=0\n", 1, "activation_size" },
+		/* hardening: a NaN time, a byte count past 2^62, a sum past it */
+		{ "node1 -- ReLU -- forward_compute_time=nan, backward_compute_time=0, "
+		  "activation_size=4, parameter_size=0\n", 1, "forward_compute_time" },
+		{ "node1 -- ReLU -- forward_compute_time=1, backward_compute_time=0, "
+		  "activation_size=4, parameter_size=1e30\n", 1, "parameter_size" },
+		{ "node1 -- ReLU -- forward_compute_time=1, backward_compute_time=0, "
+		  "activation_size=[4e18; 4e18], parameter_size=0\n", 1, "activation_size" },
 	};
 
 	(void)state;
@@ -188,6 +251,8 @@ int main(void)
 		cmocka_unit_test(test_batch_override_and_quotes),
 		cmocka_unit_test(test_round_trip_zoo),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_nul_byte),
+		cmocka_unit_test(test_many_ops),
 		cmocka_unit_test(test_malformed_pipedream),
 	};
 
