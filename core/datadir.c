@@ -94,6 +94,9 @@ int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ct
 	FILE *f;
 	int rc;
 
+	/* a directory is a usage error, as a missing one is (exit 2) */
+	if (is_dir(path))
+		return ap_err(AP_EINPUT, path, 0, "is a directory (expected the path of a file)");
 	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
 	f = fopen(tmp, "w");
 	if (!f)

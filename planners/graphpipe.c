@@ -988,7 +988,8 @@ static int try_target(struct gp *gp, double T, const struct gp_devs *dv, int kee
 	st = extract(gp, gp->root, nkid_eff(&gp->node[gp->root]), gp->D);
 	if (st)
 		return st;
-	qsort(gp->cst + ofs, (size_t)(gp->ncst - ofs), sizeof *gp->cst, cmp_stage);
+	if (gp->ncst > ofs)
+		qsort(gp->cst + ofs, (size_t)(gp->ncst - ofs), sizeof *gp->cst, cmp_stage);
 	if (reserve(&gp->clab, &gp->cap_clab, (size_t)(gp->ncand + 1) * gp->n, sizeof *gp->clab))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int s = ofs; s < gp->ncst; s++)
@@ -1152,7 +1153,8 @@ static int loosen(struct gp *gp, struct gp_mres *r, int nr, int nverify)
 	struct gp_devs dv;
 	int st = AP_OK;
 
-	qsort(r, (size_t)nr, sizeof *r, cmp_lb);
+	if (nr > 0)
+		qsort(r, (size_t)nr, sizeof *r, cmp_lb);
 	for (int k = 0; k < nr && !st; k++) {
 		if (!r[k].ok)
 			continue;
@@ -1251,7 +1253,8 @@ static int verify(struct gp *gp, int nverify, int *best, double *best_s)
 	if (rc)
 		return rc;
 	plan_init(&cand);
-	qsort(gp->cand, (size_t)gp->ncand, sizeof *gp->cand, cmp_est);
+	if (gp->ncand > 0) /* none may fit memory: no array to sort */
+		qsort(gp->cand, (size_t)gp->ncand, sizeof *gp->cand, cmp_est);
 	if (gp->n <= 40)
 		nverify = gp->ncand;
 	for (int k = 0; k < gp->ncand && !rc; k++) {

@@ -927,10 +927,12 @@ static int plan_ilp(const struct planner_input *in, struct plan *out)
 				    "devices' memory (%.3g GiB each) in any of the %d stage "
 				    "layouts", g->name,
 				    (double)se.subs[0].x.mem_cap / GIB, tried);
-		else
-			st = ap_err(AP_EINPUT, "ilp", 0, "GLPK found no integer solution for "
-				    "'%s' within the budget of %g s (raise --budget)", g->name,
-				    in->budget_s);
+		else /* the input is fine; the search ran out of time (exit 1) */
+			st = ap_err(AP_EFAIL, "ilp", 0, "GLPK found no integer solution for "
+				    "'%s' within the budget of %g s, and neither dp, owt nor "
+				    "single fits memory to fall back on: raise --budget, or plan "
+				    "with a heuristic planner (-P pipedream, -P graphpipe)",
+				    g->name, in->budget_s);
 	}
 	if (!st)
 		st = record(&se, out, optimal, bound_ms);

@@ -113,6 +113,11 @@ static const struct {
 	{ NULL, NULL, NULL, NULL, "run x.json --lr 0", "--lr: ", "positive" },
 	{ "r.csv", "a,b\n", NULL, NULL, "run x.json -o %D/r.csv", "%D/r.csv:1: ",
 	  "header of a run results file" },
+	/* an output that is a directory, or in a missing one: both usage */
+	{ NULL, NULL, NULL, NULL, "plan -m mlp -c 1x2:v100 -P dp -o %D", "%D: ",
+	  "is a directory" },
+	{ NULL, NULL, NULL, NULL, "plan -m mlp -c 1x2:v100 -P dp -o %D/missing/dir/x.json",
+	  "%D/missing/dir/x.json: ", "cannot write" },
 };
 
 static void test_bad_input(void **state)

@@ -591,9 +591,25 @@ static void test_stage_counts(void **state)
 	}
 }
 
+/* When no candidate fits memory, a clear refusal (exit 2) and nothing
+ * sorted from an empty array (qsort(NULL, 0), which `make check-asan`'s
+ * undefined-behaviour checks report). */
+static void test_nothing_fits(void **state)
+{
+	char args[800], out[4096];
+
+	(void)state;
+	snprintf(args, sizeof args, "plan -m mlp -c '1x2:v100,mem=1KiB' -P graphpipe -o '%s/none.json'",
+		 tmp_dir());
+	assert_int_equal(test_autopar(args, 0, out, sizeof out), 2);
+	if (!strstr(out, "fits the memory of 2 devices"))
+		fail_msg("%s", out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nothing_fits),
 		cmocka_unit_test(test_matches_oracle),
 		cmocka_unit_test(test_multi_branch),
 		cmocka_unit_test(test_units),

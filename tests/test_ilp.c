@@ -228,6 +228,23 @@ static void test_budget(void **state)
 	done(&t);
 }
 
+/* A budget too short for GLPK to find an integer solution, where no
+ * simple plan fits memory to fall back on: the search failed (exit 1), the
+ * input was fine (not 2), and the message says what to do. */
+static void test_budget_exhausted(void **state)
+{
+	struct inst t;
+
+	(void)state;
+	ap_err_quiet(1);
+	run(&t, "gpt2", "1x8:v100,mem=2GiB", "ilp", 0.01);
+	ap_err_quiet(0);
+	assert_int_equal(t.rc, AP_EFAIL);
+	assert_non_null(strstr(ap_last_error(), "raise --budget"));
+	assert_non_null(strstr(ap_last_error(), "heuristic planner"));
+	done(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_mixed_parallelism),
 		cmocka_unit_test(test_memory_forces_stages),
 		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_budget_exhausted),
 	};
 
 	return cmocka_run_group_tests_name("ilp", tests, NULL, NULL);
