@@ -30,6 +30,13 @@ static int set(const struct opt *o, const char *as, const char *val)
 		if (!*val || *end || errno || *ip <= 0 || *ip > INT_MAX)
 			return ap_err(AP_EINPUT, as, 0, "'%s' is not a positive integer", val);
 		return AP_OK;
+	case OPT_COUNT:
+		errno = 0;
+		*ip = strtoll(val, &end, 10);
+		if (!*val || *end || errno || *ip < 0 || *ip > INT_MAX)
+			return ap_err(AP_EINPUT, as, 0, "expected a non-negative integer, got '%s'",
+				      val);
+		return AP_OK;
 	case OPT_LIST:
 		l->v[l->n++] = val;
 		return AP_OK;

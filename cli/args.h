@@ -13,6 +13,7 @@ enum opt_type {
 	OPT_LIST,    /* struct opt_list *: every value, in order */
 	OPT_SECONDS, /* double *: a non-negative number of seconds */
 	OPT_SEED,    /* uint64_t *: a non-negative integer */
+	OPT_COUNT,   /* long long *: a non-negative integer (up to INT_MAX) */
 };
 
 struct opt_list {

@@ -12,7 +12,12 @@
  * included), for loss curves.
  *
  * A failing rank aborts the whole job (the transport's abort), so no rank
- * is left waiting for a message that will never come.
+ * is left waiting for a message that will never come.  The plan is read
+ * once (by the launcher, or rank 0 in a job started by hand) and its
+ * bytes sent to every rank, so every rank runs what was validated.  The
+ * launcher stays to supervise the job (runtime/watch.h): a rank that dies,
+ * fails or makes no progress for --watchdog seconds ends the whole job
+ * with exit 1 and a message naming it.
  */
 #include <math.h>
 #include <signal.h>
@@ -37,6 +42,7 @@
 #include "sim.h"
 #include "trace.h"
 #include "transport.h"
+#include "watch.h"
 
 #define WHO "autopar run"
 
@@ -58,7 +64,7 @@ struct run_out {
 struct fault {
 	int rank;
 	long long step;
-	int kill; /* 1: the rank dies of SIGKILL; 0: a kernel reports an error */
+	int sig; /* the rank raises SIGKILL or SIGSTOP; 0: a kernel reports an error */
 };
 
 static int parse_fault(const char *s, struct fault *f)
@@ -69,10 +75,32 @@ static int parse_fault(const char *s, struct fault *f)
 	if (!s)
 		return AP_OK;
 	if (sscanf(s, "%d:%lld:%15s", &f->rank, &f->step, how) != 3 || f->rank < 0 ||
-	    f->step < 0 || (strcmp(how, "kill") && strcmp(how, "error")))
+	    f->step < 0 || (strcmp(how, "kill") && strcmp(how, "stop") && strcmp(how, "error")))
 		return ap_err(AP_EINPUT, "--inject-fault", 0,
-			      "expected RANK:STEP:kill or RANK:STEP:error, got '%s'", s);
-	f->kill = !strcmp(how, "kill");
+			      "expected RANK:STEP:kill, RANK:STEP:stop or RANK:STEP:error, got '%s'",
+			      s);
+	f->sig = !strcmp(how, "kill") ? SIGKILL : !strcmp(how, "stop") ? SIGSTOP : 0;
+	return AP_OK;
+}
+
+struct bytes {
+	const char *b;
+	long len;
+};
+
+static int put_bytes(FILE *f, void *ctx)
+{
+	const struct bytes *b = ctx;
+
+	return fwrite(b->b, 1, (size_t)b->len, f) == (size_t)b->len ? AP_OK : AP_EFAIL;
+}
+
+static int write_bytes(const char *path, const char *b, long len)
+{
+	struct bytes c = { b, len };
+
+	if (write_atomic(path, put_bytes, &c))
+		return ap_err(AP_EFAIL, path, 0, "cannot write the job's copy of the plan");
 	return AP_OK;
 }
 
@@ -314,8 +342,8 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 		double t0;
 
 		if (fault->rank == t->rank && fault->step == s) {
-			if (fault->kill)
-				raise(SIGKILL);
+			if (fault->sig)
+				raise(fault->sig);
 			st = ap_err(AP_EFAIL, "--inject-fault", 0, "rank %d: injected kernel error at step %d",
 				    t->rank, s);
 			break;
@@ -333,6 +361,8 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 			exec_set_trace(e, NULL);
 		if (!st)
 			st = t->ops->max(t, &ms[s], 1);
+		if (!st)
+			watch_progress(ms[s] * 1e-3);
 	}
 	if (!st) {
 		qsort(ms + r->warmup, (size_t)r->steps, sizeof *ms, cmp_double);
@@ -359,12 +389,17 @@ static int run(int argc, char **argv)
 	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL, *loss_out = NULL;
 	const char *timeline = NULL;
 	const char *be_name = "cpu", *tr_kind = "auto";
-	long long steps = 20, pool = 4;
-	uint64_t warmup = 3, seed = 1;
+	long long steps = 20, pool = 4, warmup = 3;
+	uint64_t seed = 1;
+	double watchdog = -1;
+	char *bytes = NULL, job[4096];
+	long len = -1;
+	int mpirun = 0;
 	int do_check = 0, naive = 0, serial = 0, npos, st;
 	const struct opt opts[] = {
 		{ NULL, "--steps", OPT_POS_INT, &steps },
-		{ NULL, "--warmup", OPT_SEED, &warmup },
+		{ NULL, "--warmup", OPT_COUNT, &warmup },
+		{ NULL, "--watchdog", OPT_SECONDS, &watchdog },
 		{ NULL, "--check", OPT_FLAG, &do_check },
 		{ NULL, "--seed", OPT_SEED, &seed },
 		{ NULL, "--lr", OPT_STR, &lr_s },
@@ -420,12 +455,47 @@ static int run(int argc, char **argv)
 		st = ap_err(AP_EINPUT, "--warmup", 0, "expected at most 1000000 steps");
 	if (!st && out)
 		st = check_existing(out);
-	if (!st)
-		st = load_plan_inputs(&in, NULL, NULL, NULL, 0);
-	if (!st)
-		st = exec_supported(&in.g, &in.pl, be, in.path);
 	if (st)
 		goto out;
+	/* The plan is read once: by the launcher, which validates it before
+	 * anything starts and leaves a copy of those bytes in the job's
+	 * directory, or, in a job started by hand, by rank 0; rank 0 sends
+	 * them to every rank, and every rank parses the same bytes. */
+	if (transport_mpi_in_job()) {
+		int read_st = AP_OK;
+
+		st = transport_mpi_init(&t, &argc, &argv);
+		if (st)
+			goto out;
+		if (t.rank == 0) {
+			const char *dir = getenv(WATCH_ENV);
+
+			snprintf(job, sizeof job, "%s/plan.json", dir ? dir : "");
+			read_st = load_plan_bytes(dir && *dir ? job : in.path, &bytes, &len);
+		}
+		/* rank 0 sends even when it could not read (len -1): no rank waits */
+		st = transport_mpi_share(&t, &bytes, &len);
+		if (read_st)
+			st = read_st;
+		if (!st)
+			st = watch_rank_start(t.rank);
+	} else {
+		st = load_plan_bytes(in.path, &bytes, &len);
+	}
+	if (!st)
+		st = load_plan_inputs_bytes(&in, bytes, len, NULL, NULL, NULL, 0);
+	if (!st)
+		st = exec_supported(&in.g, &in.pl, be, in.path);
+	if (!st && fault.rank >= exec_ranks(&in.pl))
+		st = ap_err(AP_EINPUT, "--inject-fault", 0,
+			    "rank %d is not a rank of the job (the plan has ranks 0 to %d)",
+			    fault.rank, exec_ranks(&in.pl) - 1);
+	if (st) {
+		watch_rank_end(1); /* every rank refuses the same bytes alike */
+		if (t.ops)
+			t.ops->release(&t);
+		goto out;
+	}
 	r.steps = (int)steps;
 	r.warmup = (int)warmup;
 	r.timeline = timeline;
@@ -435,19 +505,32 @@ static int run(int argc, char **argv)
 	o.naive = naive;
 	o.serial = serial;
 	o.steps = r.warmup + r.steps;
-	if (!transport_mpi_in_job() && r.ranks > 1) {
-		st = launch_mpirun(r.ranks, argc, argv);
+	if (!t.ops && r.ranks > 1) {
+		/* supervised (watch.h): the job ends, naming the rank, when one
+		 * dies, fails or makes no progress */
+		st = watch_job_dir(job, sizeof job);
+		if (!st) {
+			char copy[sizeof job + 16];
+
+			snprintf(copy, sizeof copy, "%s/plan.json", job);
+			st = write_bytes(copy, bytes, len);
+			if (!st)
+				st = launch_mpirun(r.ranks, argc, argv, &mpirun);
+			if (!st)
+				st = watch_supervise(mpirun, r.ranks,
+						     watchdog < 0 ? 0 : watchdog == 0 ? -1 : watchdog,
+						     job);
+			else
+				watch_remove(job);
+		}
 		goto out;
 	}
-	if (transport_mpi_in_job())
-		st = transport_mpi_init(&t, &argc, &argv);
-	else
+	if (!t.ops)
 		transport_self_init(&t);
-	if (st)
-		goto out;
 	st = open_transport(&t, &wrap, &tp, tr_kind, be);
 	if (st) {
 		fflush(stdout);
+		watch_rank_end(0);
 		t.ops->abort(&t, st);
 	}
 	if (t.rank == 0)
@@ -460,6 +543,7 @@ static int run(int argc, char **argv)
 	st = train(&in, tp, be, &o, do_check, &fault, &r);
 	if (st) {
 		fflush(stdout);
+		watch_rank_end(0);
 		tp->ops->abort(tp, st);
 	}
 	if (t.rank == 0) {
@@ -490,7 +574,9 @@ static int run(int argc, char **argv)
 	if (tp != &t)
 		tp->ops->release(tp);
 	t.ops->release(&t);
+	watch_rank_end(1);
 out:
+	free(bytes);
 	free(r.loss);
 	plan_inputs_release(&in);
 	return st;
@@ -502,7 +588,8 @@ const struct command cmd_run = {
 	.usage = "usage: autopar run PLAN.json [--steps N] [--warmup N] [--check] [--seed N]\n"
 		 "                  [--lr X] [--pool N] [--tolerance X] [--naive] [--serial]\n"
 		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv] [--timeline T.tsv]\n"
-		 "                  [--backend cpu|cuda] [--transport auto|mpi|staged|nccl]\n\n"
+		 "                  [--backend cpu|cuda] [--transport auto|mpi|staged|nccl]\n"
+		 "                  [--watchdog SECONDS]\n\n"
 		 "Trains the plan's model with one process per device of the plan (MPI\n"
 		 "ranks; started under mpirun when run outside an MPI job, which is also\n"
 		 "how a multi-node job is run: mpirun -hostfile H -np N autopar run ...).\n"
@@ -533,7 +620,12 @@ const struct command cmd_run = {
 		 "                      nccl (one rank per GPU: NCCL all-reduces); auto\n"
 		 "                      (default): mpi on cpu, on cuda nccl with one rank\n"
 		 "                      per GPU, else staged\n"
-		 "  --inject-fault RANK:STEP:kill|error\n"
-		 "                      make a rank fail, to test that the job ends\n",
+		 "  --watchdog SECONDS  end the job (exit 1, naming the rank) when a rank\n"
+		 "                      makes no progress for this long (default: 60 s or\n"
+		 "                      5 slowest steps, whichever is longer; 0: never);\n"
+		 "                      a rank that dies or fails ends it at once\n"
+		 "  --inject-fault RANK:STEP:kill|stop|error\n"
+		 "                      make a rank die, stop (SIGSTOP) or fail, to test\n"
+		 "                      that the job ends\n",
 	.run = run,
 };

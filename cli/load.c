@@ -1,10 +1,17 @@
 /*
  * Shared loading of clusters and profiles for the commands (load.h).
+ * A plan file is read once, into memory: its bytes are what every later
+ * step (and, under `autopar run`, every rank) parses, so a file replaced
+ * meanwhile cannot make two readers see two plans.
  */
 #include "load.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "datadir.h"
 #include "err.h"
@@ -73,28 +80,139 @@ void plan_inputs_release(struct plan_inputs *in)
 	graph_release(&in->g);
 }
 
-int load_plan_inputs(struct plan_inputs *in, const char *model, const char *cspec,
-		     const char *prof, long long microbatches)
+int load_plan_bytes(const char *path, char **bytes, long *len)
 {
-	char used[PLAN_NAME_LEN];
+	FILE *f = fopen(path, "rb");
+	char *b = NULL, *nb;
+	size_t n = 0, cap = 0, got;
+
+	*bytes = NULL;
+	*len = -1;
+	if (!f)
+		return ap_err(AP_EINPUT, path, 0, "cannot read: %m");
+	do {
+		if (n + 4096 + 1 > cap) {
+			cap = 2 * cap + 4096 + 1;
+			nb = realloc(b, cap);
+			if (!nb) {
+				free(b);
+				fclose(f);
+				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+			}
+			b = nb;
+		}
+		got = fread(b + n, 1, cap - n - 1, f);
+		n += got;
+	} while (got > 0);
+	if (ferror(f)) {
+		free(b);
+		fclose(f);
+		return ap_err(AP_EINPUT, path, 0, "cannot read: %m");
+	}
+	fclose(f);
+	b[n] = '\0';
+	*bytes = b;
+	*len = (long)n;
+	return AP_OK;
+}
+
+/* The directory of path, "." when it names none. */
+static void dir_of(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(dir, len, ".");
+	else if (slash == path)
+		snprintf(dir, len, "/");
+	else
+		snprintf(dir, len, "%.*s", (int)(slash - path), path);
+}
+
+/* Whether name is one path component that names nothing above it. */
+static int plain_name(const char *name)
+{
+	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* What a plan's model names, as model_load() takes it (into out): a model
+ * of the zoo (NAME, pipedream/NAME, piper/NAME) or a file in the plan's
+ * own directory.  A plan is data that travels; it must not make a
+ * command open (and echo a line of) any file of the machine. */
+static int plan_model(const char *plan, const char *model, char *out, size_t len)
+{
+	char dir[PATH_MAX], real_dir[PATH_MAX], real[PATH_MAX], mdir[PATH_MAX];
+	char path[2 * PATH_MAX + 2];
+	struct stat sb;
+
+	dir_of(plan, dir, sizeof dir);
+	if ((!strncmp(model, "pipedream/", 10) && plain_name(model + 10) &&
+	     !ends_with(model, ".txt")) ||
+	    (!strncmp(model, "piper/", 6) && plain_name(model + 6) && !ends_with(model, ".json"))) {
+		snprintf(out, len, "%s", model);
+		return AP_OK;
+	}
+	if (plain_name(model)) {
+		snprintf(path, sizeof path, "%s/%s", dir, model);
+		if (strlen(path) < len && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+			snprintf(out, len, "%s", path);
+		else if (access(model, F_OK) == 0) { /* not a file here: the zoo's */
+			snprintf(path, sizeof path, "models/%s.model", model);
+			datapath(out, len, path);
+		}
+		else
+			snprintf(out, len, "%s", model);
+		return AP_OK;
+	}
+	dir_of(model, mdir, sizeof mdir);
+	if (strchr(model, '/') && realpath(dir, real_dir) && realpath(mdir, real) &&
+	    !strcmp(real, real_dir) && plain_name(strrchr(model, '/') + 1)) {
+		snprintf(out, len, "%s", model);
+		return AP_OK;
+	}
+	return ap_err(AP_EINPUT, plan, 0, "model: expected a model of the zoo (NAME, "
+		      "pipedream/NAME or piper/NAME) or a file beside the plan, got '%s'", model);
+}
+
+/* Loads in from the plan file pf (the bytes in->path had when they were
+ * read); messages name in->path. */
+static int load_from(struct plan_inputs *in, const char *pf, const char *model,
+		     const char *cspec, const char *prof, long long microbatches)
+{
+	char used[PLAN_NAME_LEN], resolved[PATH_MAX];
 	int64_t batch;
 	int st;
 
-	st = plan_peek(in->path, in->model, sizeof in->model, in->cluster,
+	st = plan_peek(pf, in->model, sizeof in->model, in->cluster,
 		       sizeof in->cluster, in->profile, sizeof in->profile, &batch);
 	if (st)
 		return st;
 	if (!prof && in->profile[0])
 		prof = in->profile;
-	st = model_load(model ? model : in->model, batch, &in->g);
+	if (!model) {
+		st = plan_model(in->path, in->model, resolved, sizeof resolved);
+		model = resolved;
+	}
 	if (!st)
-		st = load_cluster(cspec ? cspec : in->cluster, model ? model : in->model, &in->c);
+		st = model_load(model, batch, &in->g);
+	/* a file beside the plan keeps the name the plan gives it */
+	if (!st && model == resolved && !strcmp(in->g.name, resolved))
+		snprintf(in->g.name, sizeof in->g.name, "%s", in->model);
+	if (!st)
+		st = load_cluster(cspec ? cspec : in->cluster, model, &in->c);
 	if (!st)
 		st = load_profile(prof, &in->c, &in->p, used, sizeof used);
 	if (!st)
 		snprintf(in->profile, sizeof in->profile, "%s", used);
 	if (!st)
-		st = plan_read(in->path, &in->g, &in->pl);
+		st = plan_read(pf, &in->g, &in->pl);
 	if (!st && microbatches > in->g.batch)
 		st = ap_err(AP_EINPUT, "--microbatches", 0,
 			    "%lld micro-batches are more than the batch of %lld",
@@ -103,5 +221,62 @@ int load_plan_inputs(struct plan_inputs *in, const char *model, const char *cspe
 		in->pl.microbatches = (int)microbatches;
 	if (!st)
 		st = plan_validate(&in->pl, &in->g, &in->c, in->path);
+	return st;
+}
+
+/* Writes msg with every `from` replaced by `to`, and a newline. */
+static void put_renamed(FILE *f, const char *msg, const char *from, const char *to)
+{
+	size_t n = strlen(from);
+	const char *at;
+
+	while (n && (at = strstr(msg, from))) {
+		fwrite(msg, 1, (size_t)(at - msg), f);
+		fputs(to, f);
+		msg = at + n;
+	}
+	fprintf(f, "%s\n", msg);
+}
+
+int load_plan_inputs_bytes(struct plan_inputs *in, const char *bytes, long len,
+			   const char *model, const char *cspec, const char *prof,
+			   long long microbatches)
+{
+	const char *tmp = getenv("TMPDIR");
+	char pf[PATH_MAX];
+	FILE *f;
+	int fd, st;
+
+	/* the parsers read files: the bytes go to a private one */
+	snprintf(pf, sizeof pf, "%s/autopar-plan.XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
+	fd = mkstemp(pf);
+	if (fd < 0)
+		return ap_err(AP_EFAIL, pf, 0, "cannot make a private copy of the plan: %m");
+	f = fdopen(fd, "wb");
+	if (!f || fwrite(bytes, 1, (size_t)len, f) != (size_t)len || fclose(f)) {
+		if (!f)
+			close(fd);
+		unlink(pf);
+		return ap_err(AP_EFAIL, pf, 0, "cannot make a private copy of the plan: %m");
+	}
+	ap_err_quiet(1);
+	st = load_from(in, pf, model, cspec, prof, microbatches);
+	ap_err_quiet(0);
+	unlink(pf);
+	if (st)
+		put_renamed(stderr, ap_last_error(), pf, in->path);
+	return st;
+}
+
+int load_plan_inputs(struct plan_inputs *in, const char *model, const char *cspec,
+		     const char *prof, long long microbatches)
+{
+	char *bytes;
+	long len;
+	int st = load_plan_bytes(in->path, &bytes, &len);
+
+	if (!st)
+		st = load_plan_inputs_bytes(in, bytes, len, model, cspec, prof, microbatches);
+	free(bytes);
 	return st;
 }

@@ -40,8 +40,18 @@ struct plan_inputs {
 void plan_inputs_init(struct plan_inputs *in);
 void plan_inputs_release(struct plan_inputs *in);
 /* Loads in->path with the overrides that are not NULL (microbatches 0:
- * the plan's) and validates the plan. */
+ * the plan's) and validates the plan.  The file is read once
+ * (load_plan_bytes()).  The plan's own model must be a model of the zoo
+ * (NAME, pipedream/NAME, piper/NAME) or a file in the plan's directory:
+ * else "PLAN: model: ..." (AP_EINPUT). */
 int load_plan_inputs(struct plan_inputs *in, const char *model, const char *cspec,
 		     const char *prof, long long microbatches);
+/* The same from bytes[0..len) read from in->path before (messages name
+ * in->path, a model beside the plan is looked for beside it). */
+int load_plan_inputs_bytes(struct plan_inputs *in, const char *bytes, long len,
+			   const char *model, const char *cspec, const char *prof,
+			   long long microbatches);
+/* The whole file into *bytes (malloc'd, NUL-terminated, *len bytes). */
+int load_plan_bytes(const char *path, char **bytes, long *len);
 
 #endif

@@ -132,6 +132,7 @@
  * simulated peak memory of the emitted plan is checked as for every
  * schedule (choose_microbatches()).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -979,7 +980,8 @@ static int microbatch_choices(const struct pd *pd, int noam, int *mb,
 	for (int64_t d = 1; d * d <= q && n + 1 < cap; d++)
 		if (q % d == 0) {
 			mb[n++] = (int)d;
-			if (d * d < q)
+			/* a plan counts its micro-batches in an int */
+			if (d * d < q && q / d <= INT_MAX)
 				mb[n++] = (int)(q / d);
 		}
 	for (int x = 1; x < n; x++)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "watch.h"
 
 int check_reference_plan(const struct graph *g, const struct plan *p, struct plan *ref)
 {
@@ -44,8 +45,11 @@ int check_train(const struct graph *g, const struct plan *ref, const struct back
 
 	transport_self_init(&self);
 	st = exec_create(&e, g, ref, be, &self, o);
-	for (int s = 0; s < nsteps && !st; s++)
+	/* the other ranks wait meanwhile: the job's progress is this */
+	for (int s = 0; s < nsteps && !st; s++) {
 		st = exec_step(e, s, &losses[s]);
+		watch_progress(0);
+	}
 	for (int i = 0; i < g->nops && !st; i++)
 		if (params[i])
 			st = exec_gather_params(e, i, params[i]);

@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "err.h"
+#include "watch.h"
 
-int launch_mpirun(int ranks, int argc, char **argv)
+int launch_mpirun(int ranks, int argc, char **argv, int *pid)
 {
 	char np[16], self[4096];
 	char **av = calloc((size_t)argc + 16, sizeof *av);
@@ -32,6 +34,11 @@ int launch_mpirun(int ranks, int argc, char **argv)
 	/* ranks must not be pinned to the same cores as their neighbours */
 	av[k++] = "--bind-to";
 	av[k++] = "none";
+	/* the job's directory, where the ranks keep their records (watch.h) */
+	if (getenv(WATCH_ENV)) {
+		av[k++] = "-x";
+		av[k++] = WATCH_ENV;
+	}
 	if (geteuid() == 0) {
 		setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
 		setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
@@ -43,9 +50,17 @@ int launch_mpirun(int ranks, int argc, char **argv)
 		av[k++] = argv[i];
 	av[k] = NULL;
 	fflush(stdout);
-	execvp(av[0], av);
+	fflush(stderr);
+	*pid = (int)fork();
+	if (*pid == 0) {
+		execvp(av[0], av);
+		ap_err(AP_EFAIL, "autopar run", 0,
+		       "cannot start mpirun (expected Open MPI's mpirun on PATH) for %d ranks",
+		       ranks);
+		_exit(127);
+	}
 	free(av);
-	return ap_err(AP_EFAIL, "autopar run", 0,
-		      "cannot start mpirun (expected Open MPI's mpirun on PATH) for %d ranks",
-		      ranks);
+	if (*pid < 0)
+		return ap_err(AP_EFAIL, "autopar run", 0, "cannot start mpirun: out of processes");
+	return AP_OK;
 }

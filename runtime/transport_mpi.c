@@ -275,6 +275,28 @@ int transport_mpi_in_job(void)
 	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 
+int transport_mpi_share(struct transport *t, char **bytes, long *len)
+{
+	long n = t->rank == 0 ? *len : 0;
+
+	MPI_CHECK(MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD));
+	if (n < 0)
+		return AP_EINPUT; /* rank 0 could not read them, and said why */
+	if (t->rank != 0) {
+		*bytes = malloc((size_t)n + 1);
+		if (!*bytes)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		*len = n;
+	}
+	for (long at = 0; at < n; at += 1L << 30) {
+		int chunk = n - at < (1L << 30) ? (int)(n - at) : 1 << 30;
+
+		MPI_CHECK(MPI_Bcast(*bytes + at, chunk, MPI_CHAR, 0, MPI_COMM_WORLD));
+	}
+	(*bytes)[n] = '\0';
+	return AP_OK;
+}
+
 int transport_mpi_init(struct transport *t, int *argc, char ***argv)
 {
 	struct mpi_state *s = calloc(1, sizeof *s);

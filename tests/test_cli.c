@@ -111,6 +111,8 @@ static const struct {
 	{ NULL, NULL, NULL, NULL, "run x.json --inject-fault 1:2:melt", "--inject-fault: ",
 	  "RANK:STEP" },
 	{ NULL, NULL, NULL, NULL, "run x.json --lr 0", "--lr: ", "positive" },
+	{ NULL, NULL, NULL, NULL, "run x.json --warmup -3", "--warmup: ",
+	  "expected a non-negative integer, got '-3'" },
 	{ "r.csv", "a,b\n", NULL, NULL, "run x.json -o %D/r.csv", "%D/r.csv:1: ",
 	  "header of a run results file" },
 	/* an output that is a directory, or in a missing one: both usage */
@@ -157,6 +159,48 @@ static void test_bad_input(void **state)
 	}
 }
 
+/* A plan names its model: one of the zoo or a file beside the plan, never
+ * any other file of the machine (whose first line a message would echo). */
+static void test_plan_model_paths(void **state)
+{
+	static const char ops[] = "\"x\": {\"stage\": 0, \"devices\": [0]}, \"fc\": "
+		"{\"stage\": 0, \"devices\": [0]}, \"l\": {\"stage\": 0, \"devices\": [0]}";
+	const char *outside = tmp_write("outside.model", "model secret-first-line\nbatch 4\n"
+					"input x c=6\nlinear fc x out=4\nloss l fc\n");
+	char dir[600], model[700], plan[4096], args[2048], err[4096], want_buf[700];
+
+	(void)state;
+	snprintf(dir, sizeof dir, "mkdir -p '%s/inner'", tmp_dir());
+	assert_int_equal(system(dir), 0);
+	assert_non_null(tmp_write("inner/t.model", PLAN_MODEL));
+	snprintf(model, sizeof model, "%s/inner/t.model", tmp_dir());
+	/* beside the plan: by its name, or by a path to that directory */
+	for (int k = 0; k < 3; k++) {
+		const char *m = k == 0 ? "t.model" : k == 1 ? model : outside;
+
+		snprintf(plan, sizeof plan, "{\"format\": \"autopar-plan\", \"version\": 1, "
+			 "\"model\": \"%s\", \"batch\": 4, \"cluster\": \"2x2:v100\", "
+			 "\"profile\": \"v100-analytic\", \"schedule\": {\"kind\": \"1f1b\", "
+			 "\"microbatches\": 1}, \"stages\": [{\"id\": 0, \"devices\": [0], "
+			 "\"next\": []}], \"ops\": {%s}}\n", m, ops);
+		assert_non_null(tmp_write("inner/pm.json", plan));
+		snprintf(args, sizeof args, "sim %%D/inner/pm.json");
+		if (k < 2) {
+			if (run(args, err, sizeof err) != 0)
+				fail_msg("model '%s' beside the plan: %s", m, err);
+			continue;
+		}
+		/* a file elsewhere is refused, naming the plan and the field */
+		assert_int_equal(run(args, err, sizeof err), 2);
+		snprintf(want_buf, sizeof want_buf, "%s/inner/pm.json: model: ", tmp_dir());
+		if (strncmp(err, want_buf, strlen(want_buf)) || strstr(err, "secret-first-line"))
+			fail_msg("model '%s' outside the plan's directory: %s", m, err);
+		snprintf(args, sizeof args, "run %%D/inner/pm.json --steps 1");
+		assert_int_equal(run(args, err, sizeof err), 2);
+		assert_non_null(strstr(err, "model: "));
+	}
+}
+
 /* A command that fails leaves no partial output behind. */
 static void test_no_partial_output(void **state)
 {
@@ -190,6 +234,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_no_partial_output),
+		cmocka_unit_test(test_plan_model_paths),
 		cmocka_unit_test(test_good_input),
 	};
 

@@ -161,8 +161,9 @@ static void fault(const char *how)
 	st = rt_run(out, sizeof out, "run '%s' --steps 1000 --warmup 0 --inject-fault 1:3:%s",
 		    path, how);
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	/* mpirun names a killed rank; a failing rank names itself */
-	if (st == 0 || b.tv_sec - a.tv_sec > 30 || !strstr(out, "rank 1")) {
+	/* the job's exit code, not mpirun's 137; the launcher names a killed
+	 * rank, a failing rank names itself */
+	if (st != 1 || b.tv_sec - a.tv_sec > 30 || !strstr(out, "autopar run: rank 1")) {
 		print_error("fault '%s': exit %d after %lld s:\n%s\n", how, st,
 			    (long long)(b.tv_sec - a.tv_sec), out);
 		fail();
@@ -186,6 +187,50 @@ static void test_rank_error(void **state)
 	assert_non_null(strstr(out, "injected kernel error"));
 }
 
+/* A stopped rank (SIGSTOP: alive, but making no progress) cannot hang the
+ * job: the watchdog ends it, naming the rank, and leaves no rank behind. */
+static void test_rank_stopped(void **state)
+{
+	char path[1024], out[16384], cmd[1200];
+	struct timespec a, b;
+	int st;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/mlp-stop.json", tmp_dir());
+	rt_pipeline_plan("mlp", 8, "cpu-1x2", 2, 1, SCHED_1F1B, 2, path);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	st = rt_run(out, sizeof out, "run '%s' --steps 100000 --warmup 0 --watchdog 5 "
+		    "--inject-fault 1:3:stop", path);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	if (st != 1 || b.tv_sec - a.tv_sec > 60 ||
+	    !strstr(out, "rank 1 made no progress for 5 s; ending the job")) {
+		print_error("stopped rank: exit %d after %lld s:\n%s\n", st,
+			    (long long)(b.tv_sec - a.tv_sec), out);
+		fail();
+	}
+	/* no process of the job is left (pgrep finds none: exit 1); "[r]un"
+	 * keeps pgrep from finding the shell that runs it */
+	snprintf(cmd, sizeof cmd, "pgrep -f '[r]un .?%s' >/dev/null", path);
+	assert_int_not_equal(system(cmd), 0);
+}
+
+/* A fault for a rank the plan does not have is refused before launch. */
+static void test_fault_rank_refused(void **state)
+{
+	char path[1024], out[4096];
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/mlp-fault.json", tmp_dir());
+	rt_pipeline_plan("mlp", 8, "cpu-1x2", 2, 1, SCHED_1F1B, 2, path);
+	assert_int_equal(rt_run(out, sizeof out, "run '%s' --steps 1 --inject-fault 5:0:kill",
+				path), 2);
+	if (!strstr(out, "--inject-fault: rank 5 is not a rank of the job (the plan has ranks "
+		    "0 to 1)") || strstr(out, "loss")) {
+		print_error("%s\n", out);
+		fail();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +242,8 @@ int main(void)
 		cmocka_unit_test(test_refuses_before_launch),
 		cmocka_unit_test(test_rank_killed),
 		cmocka_unit_test(test_rank_error),
+		cmocka_unit_test(test_rank_stopped),
+		cmocka_unit_test(test_fault_rank_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
