@@ -21,8 +21,8 @@ CFLAGS   += $(shell pkg-config --cflags $(RT_PKGS))
 LDLIBS   += $(shell pkg-config --libs $(RT_PKGS))
 
 ifneq ($(SAN),)
-CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-LDFLAGS  += -fsanitize=address,undefined
+CFLAGS   += -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=address,undefined,float-cast-overflow
 endif
 
 # --- optional CUDA, cuDNN, NCCL -------------------------------------------
@@ -126,6 +126,12 @@ $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka
 
+# The fuzz regression test replays tests/fuzz/ through the harnesses' own
+# parser calls, built in with it.
+$(BUILD)/tests/test_fuzz_regress: tests/test_fuzz_regress.c tests/fuzz/targets.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/fuzz $(LDFLAGS) -o $@ $(filter %.c,$^) $(LIB) $(LDLIBS) -lcmocka
+
 test: deps $(BIN) $(TESTS)
 	@AUTOPAR_BIN=$(abspath $(BIN)) AUTOPAR_DATA=$(CURDIR) scripts/run-tests $(TESTS)
 
@@ -163,7 +169,68 @@ install: all
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/autopar
 	cp -R models profiles $(DESTDIR)$(PREFIX)/share/autopar/
 
+# --- fuzzing ------------------------------------------------------------------
+# `make fuzz`: one libFuzzer harness per parser (tests/fuzz/fuzz.c built
+# for each of FUZZ_NAMES, the parser calls in tests/fuzz/targets.c), built with clang under
+# AddressSanitizer and UndefinedBehaviorSanitizer into FUZZ_DIR, each run
+# FUZZ_SECONDS on its seed corpus tests/fuzz/corpus/NAME.  New inputs go to
+# FUZZ_DIR/corpus/NAME (libFuzzer writes to the first corpus directory
+# only), crashes to FUZZ_DIR/crash/NAME/, the logs to FUZZ_DIR/log/; the
+# closing table gives each harness's executions.  The project's sources
+# are built there too, with coverage; the runtime is left out, no parser
+# needs it.  A crash's input belongs in tests/fuzz/regress/NAME/, which
+# tests/test_fuzz_regress.c replays under `make test`.
+FUZZ_CC      ?= clang
+FUZZ_DIR     ?= build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_CFLAGS  := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Wall -Wextra -MMD -MP \
+                -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                -Icore -Iplanners -Iruntime -Ibench -Itests/fuzz \
+                -DAUTOPAR_DATADIR='"$(PREFIX)/share/autopar"'
+FUZZ_NAMES   := model pipedream profile cluster plan matrix piper
+FUZZ_OBJ     := $(patsubst %.c,$(FUZZ_DIR)/%.o,$(CORE_SRC) $(PLAN_SRC) $(BENCH_SRC) \
+                  tests/fuzz/targets.c)
+FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
+
+.PHONY: fuzz fuzz-build fuzz-deps
+fuzz-deps:
+	@scripts/install-deps --fuzz --if-missing
+
+fuzz-build: fuzz-deps
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+
+$(FUZZ_DIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BINS): $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz.c $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET='"$*"' -o $@ $< $(FUZZ_OBJ) \
+		-lglpk -ljansson -lcsv -lm -pthread
+
+fuzz: fuzz-build
+	@mkdir -p $(FUZZ_DIR)/log $(FUZZ_DIR)/tmp
+	@st=0; for n in $(FUZZ_NAMES); do \
+		mkdir -p $(FUZZ_DIR)/corpus/$$n $(FUZZ_DIR)/crash/$$n; \
+		echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
+		AUTOPAR_DATA=$(CURDIR) TMPDIR=$(CURDIR)/$(FUZZ_DIR)/tmp \
+		$(FUZZ_DIR)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+			-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crash/$$n/ \
+			$(FUZZ_DIR)/corpus/$$n tests/fuzz/corpus/$$n \
+			>$(FUZZ_DIR)/log/$$n.log 2>&1 || st=1; \
+	done; \
+	echo "fuzz: harness, executions, crash inputs (logs in $(FUZZ_DIR)/log)"; \
+	for n in $(FUZZ_NAMES); do \
+		ex=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_DIR)/log/$$n.log); \
+		cr=$$(ls $(FUZZ_DIR)/crash/$$n | wc -l); \
+		printf '  %-10s %12s %4s\n' $$n "$${ex:-?}" $$cr; \
+		for f in $(FUZZ_DIR)/crash/$$n/*; do [ -e "$$f" ] && echo "    $$f"; done; \
+	done; \
+	exit $$st
+
 clean:
 	rm -rf build build-asan bin
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+ifneq ($(filter fuzz fuzz-build $(FUZZ_DIR)/%,$(MAKECMDGOALS)),)
+-include $(shell find $(FUZZ_DIR) -name '*.d' 2>/dev/null)
+endif
