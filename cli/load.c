@@ -162,7 +162,7 @@ static int plan_model(const char *plan, const char *model, char *out, size_t len
 	if (plain_name(model)) {
 		snprintf(path, sizeof path, "%s/%s", dir, model);
 		if (strlen(path) < len && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-			snprintf(out, len, "%s", path);
+			memcpy(out, path, strlen(path) + 1);
 		else if (access(model, F_OK) == 0) { /* not a file here: the zoo's */
 			snprintf(path, sizeof path, "models/%s.model", model);
 			datapath(out, len, path);
@@ -204,7 +204,8 @@ static int load_from(struct plan_inputs *in, const char *pf, const char *model,
 		st = model_load(model, batch, &in->g);
 	/* a file beside the plan keeps the name the plan gives it */
 	if (!st && model == resolved && !strcmp(in->g.name, resolved))
-		snprintf(in->g.name, sizeof in->g.name, "%s", in->model);
+		snprintf(in->g.name, sizeof in->g.name, "%.*s", (int)sizeof in->g.name - 1,
+			 in->model);
 	if (!st)
 		st = load_cluster(cspec ? cspec : in->cluster, model, &in->c);
 	if (!st)
