@@ -17,6 +17,17 @@ CFLAGS   += -DAUTOPAR_DATADIR='"$(PREFIX)/share/autopar"'
 LDLIBS   := -lglpk -ljansson -lcsv -lm -pthread
 # The CPU runtime: OpenBLAS GEMM and Open MPI transport.
 RT_PKGS  := openblas ompi-c
+# On a fresh machine the packages are installed before pkg-config is asked
+# for their flags below, so that the first `make`, `make test` or `make
+# bench` builds (a `deps` prerequisite would run too late for that).
+ifneq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(shell pkg-config --exists $(RT_PKGS) 2>/dev/null && echo ok),ok)
+$(shell scripts/install-deps --if-missing >&2)
+ifneq ($(.SHELLSTATUS),0)
+$(error scripts/install-deps failed: see its message above)
+endif
+endif
+endif
 CFLAGS   += $(shell pkg-config --cflags $(RT_PKGS))
 LDLIBS   += $(shell pkg-config --libs $(RT_PKGS))
 
@@ -184,7 +195,8 @@ FUZZ_CC      ?= clang
 FUZZ_DIR     ?= build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_CFLAGS  := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Wall -Wextra -MMD -MP \
-                -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                -fsanitize=address,undefined,integer -fno-sanitize=unsigned-integer-overflow \
+                -fno-sanitize-recover=all \
                 -Icore -Iplanners -Iruntime -Ibench -Itests/fuzz \
                 -DAUTOPAR_DATADIR='"$(PREFIX)/share/autopar"'
 FUZZ_NAMES   := model pipedream profile cluster plan matrix piper

@@ -152,7 +152,7 @@ static int conv_fwd(const struct kern *k, struct kbufs *b)
 	const float one = 1.0f, zero = 0.0f;
 	void *ws;
 
-	if (!p || !(ws = cuda_workspace(p->fwd_ws)))
+	if (!p || cuda_workspace(p->fwd_ws, &ws))
 		return AP_EFAIL;
 	CUDNN_CHECK(cudnnConvolutionForward(cuda_ctx.dnn, &one, p->x, b->in[0], p->w, b->w,
 					    p->conv, p->fwd, ws, p->fwd_ws, &zero, p->y, b->out));
@@ -174,13 +174,13 @@ static int conv_bwd(const struct kern *k, struct kbufs *b)
 	if (!p)
 		return AP_EFAIL;
 	if (b->din[0]) {
-		if (!(ws = cuda_workspace(p->data_ws)))
+		if (cuda_workspace(p->data_ws, &ws))
 			return AP_EFAIL;
 		CUDNN_CHECK(cudnnConvolutionBackwardData(cuda_ctx.dnn, &one, p->w, b->w, p->y,
 							 b->dout, p->conv, p->bwd_data, ws,
 							 p->data_ws, &zero, p->x, b->din[0]));
 	}
-	if (!(ws = cuda_workspace(p->filter_ws)))
+	if (cuda_workspace(p->filter_ws, &ws))
 		return AP_EFAIL;
 	CUDNN_CHECK(cudnnConvolutionBackwardFilter(cuda_ctx.dnn, &one, p->x, b->in[0], p->y,
 						   b->dout, p->conv, p->bwd_filter, ws,

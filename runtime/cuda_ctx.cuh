@@ -77,8 +77,10 @@ static inline unsigned cuda_blocks(int64_t n)
 	     i += (int64_t)gridDim.x * blockDim.x)
 
 /* The workspace cuDNN may use, at least `bytes` (grown, never beyond the
- * limit); NULL with a message when that is more than the limit. */
-void *cuda_workspace(size_t bytes);
+ * limit), in *ws: NULL while no algorithm so far has needed one (an
+ * algorithm that needs none gets that).  AP_EFAIL with a message when
+ * `bytes` is more than the limit or cannot be allocated. */
+int cuda_workspace(size_t bytes, void **ws);
 
 /* cuda_dense.cu: row-major C[m x n] = alpha op(A) op(B) + beta C, `batch`
  * times at the given strides (batch 1: one product). */

@@ -278,34 +278,33 @@ extern "C" void cuda_predict(float *out, const float *w, const float *v, int64_t
 										     step);
 }
 
-void *cuda_workspace(size_t bytes)
+int cuda_workspace(size_t bytes, void **ws)
 {
 	struct cuda_ctx *c = &cuda_ctx;
 	cudaError_t e;
 
+	*ws = c->ws;
 	if (bytes <= c->ws_bytes)
-		return c->ws;
-	if (bytes > c->ws_limit) {
-		ap_err(AP_EFAIL, "cuda", 0, "workspace of %zu bytes above the limit of %zu", bytes,
-		       c->ws_limit);
-		return NULL;
-	}
+		return AP_OK;
+	if (bytes > c->ws_limit)
+		return ap_err(AP_EFAIL, "cuda", 0, "workspace of %zu bytes above the limit of %zu",
+			      bytes, c->ws_limit);
 	/* the stream may still use the old one */
 	e = cudaStreamSynchronize(c->stream);
 	if (e == cudaSuccess && c->ws)
 		e = cudaFree(c->ws);
-	c->ws = NULL;
+	c->ws = *ws = NULL;
 	c->ws_bytes = 0;
 	if (e == cudaSuccess)
 		e = cudaMalloc(&c->ws, bytes);
 	if (e != cudaSuccess) {
-		ap_err(AP_EFAIL, "cuda", 0, "cannot allocate a workspace of %zu bytes: %s", bytes,
-		       cudaGetErrorString(e));
 		c->ws = NULL;
-		return NULL;
+		return ap_err(AP_EFAIL, "cuda", 0, "cannot allocate a workspace of %zu bytes: %s",
+			      bytes, cudaGetErrorString(e));
 	}
 	c->ws_bytes = bytes;
-	return c->ws;
+	*ws = c->ws;
+	return AP_OK;
 }
 
 int cuda_flag_clear(void)

@@ -3,8 +3,11 @@
  * carried by a host transport.  A send copies its buffer to the host and
  * starts the inner send from there (the host copy lives until the send
  * completes); a receive receives on the host and copies up; an all-reduce
- * copies down, sums on the host and copies back before it returns, so it
- * completes at once.  This is how multi-rank plans run where NCCL cannot
+ * copies down and starts the inner all-reduce on the host copy, which is
+ * copied back up when it completes (wait_one or wait).  Non-blocking as
+ * the inner transport's: a rank that blocked in an all-reduce could not
+ * send what another member of the group waits for before it reaches the
+ * same all-reduce (round-robin replicas under 1f1b-async).  This is how multi-rank plans run where NCCL cannot
  * (several ranks on one GPU, DESIGN section 7), and how the NCCL
  * transport carries the messages that are not stage transfers (parameter
  * gathers).  With the CPU backend the copies
@@ -12,6 +15,7 @@
  */
 #include "transport.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "backend.h"
@@ -19,13 +23,16 @@
 #include "grow.h"
 
 struct pending {
-	int id;      /* the inner transport's send */
+	int id;      /* the inner transport's send or all-reduce */
 	float *host; /* its host copy */
+	float *dev;  /* an all-reduce's buffer, copied up to on completion */
+	int64_t n;
 };
 
 struct staged {
 	struct transport *inner;
 	const struct backend *be;
+	pthread_mutex_t lock; /* guards p, np, cap */
 	struct pending *p;
 	int np, cap;
 };
@@ -45,6 +52,29 @@ static float *host_copy(struct staged *s, const float *buf, int64_t n)
 	return h;
 }
 
+/* Keeps host copy h of inner operation iid until it completes. */
+static int keep(struct staged *s, int iid, float *h, float *dev, int64_t n)
+{
+	int st = AP_OK;
+
+	pthread_mutex_lock(&s->lock);
+	if (grow(&s->p, s->np, &s->cap, sizeof *s->p, 16))
+		st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	else
+		s->p[s->np++] = (struct pending){ iid, h, dev, n };
+	pthread_mutex_unlock(&s->lock);
+	return st;
+}
+
+/* Completes a kept operation: an all-reduce's sum goes up to its buffer. */
+static int finish(struct staged *s, struct pending *q)
+{
+	int st = q->dev ? s->be->upload(q->dev, q->host, (size_t)q->n * sizeof *q->host) : AP_OK;
+
+	free(q->host);
+	return st ? AP_EFAIL : AP_OK;
+}
+
 static int staged_isend(struct transport *t, const float *buf, int64_t n, int dst, int tag,
 			int *id)
 {
@@ -52,15 +82,14 @@ static int staged_isend(struct transport *t, const float *buf, int64_t n, int ds
 	float *h;
 	int iid = -1;
 
-	if (grow(&s->p, s->np, &s->cap, sizeof *s->p, 16))
-		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	if (!(h = host_copy(s, buf, n)))
 		return AP_EFAIL;
 	if (s->inner->ops->isend(s->inner, h, n, dst, tag, &iid)) {
 		free(h);
 		return AP_EFAIL;
 	}
-	s->p[s->np++] = (struct pending){ iid, h };
+	if (keep(s, iid, h, NULL, n))
+		return AP_EFAIL; /* h is left allocated: the send may still read it */
 	if (id)
 		*id = iid;
 	return AP_OK;
@@ -95,40 +124,57 @@ static int staged_iallreduce(struct transport *t, int gid, float *buf, int64_t n
 	int iid = -1, st;
 
 	if (id)
-		*id = -1; /* done on return: nothing to wait for */
+		*id = -1;
 	if (!h)
 		return AP_EFAIL;
-	st = s->inner->ops->iallreduce(s->inner, gid, h, n, &iid);
-	if (!st && iid >= 0)
-		st = s->inner->ops->wait_one(s->inner, iid);
-	if (!st)
+	if (s->inner->ops->iallreduce(s->inner, gid, h, n, &iid)) {
+		free(h);
+		return AP_EFAIL;
+	}
+	if (iid < 0) { /* the inner transport finished it at once */
 		st = s->be->upload(buf, h, (size_t)n * sizeof *h);
-	free(h);
-	return st ? AP_EFAIL : AP_OK;
+		free(h);
+		return st ? AP_EFAIL : AP_OK;
+	}
+	if (keep(s, iid, h, buf, n))
+		return AP_EFAIL;
+	if (id)
+		*id = iid;
+	return AP_OK;
 }
 
 static int staged_wait_one(struct transport *t, int id)
 {
 	struct staged *s = t->state;
+	struct pending q = { -1, NULL, NULL, 0 };
 
 	if (id < 0)
 		return AP_OK;
 	if (s->inner->ops->wait_one(s->inner, id))
 		return AP_EFAIL;
-	for (int q = s->np - 1; q >= 0; q--)
-		if (s->p[q].id == id) {
-			free(s->p[q].host);
-			s->p[q] = s->p[--s->np];
+	pthread_mutex_lock(&s->lock);
+	for (int k = s->np - 1; k >= 0; k--)
+		if (s->p[k].id == id) {
+			q = s->p[k];
+			s->p[k] = s->p[--s->np];
 			break;
 		}
-	return AP_OK;
+	pthread_mutex_unlock(&s->lock);
+	return q.host ? finish(s, &q) : AP_OK;
 }
 
-static void drop_pending(struct staged *s)
+/* Every kept operation has completed: their sums go up, copies are freed. */
+static int finish_all(struct staged *s)
 {
-	for (int q = 0; q < s->np; q++)
-		free(s->p[q].host);
+	int st = AP_OK;
+
+	pthread_mutex_lock(&s->lock);
+	for (int k = 0; k < s->np; k++)
+		if (finish(s, &s->p[k]))
+			st = AP_EFAIL;
 	s->np = 0;
+	pthread_mutex_unlock(&s->lock);
+	return st;
 }
 
 static int staged_wait(struct transport *t)
@@ -137,8 +183,7 @@ static int staged_wait(struct transport *t)
 
 	if (s->inner->ops->wait(s->inner))
 		return AP_EFAIL;
-	drop_pending(s);
-	return AP_OK;
+	return finish_all(s);
 }
 
 static int staged_progress(struct transport *t)
@@ -182,7 +227,9 @@ static void staged_release(struct transport *t)
 
 	if (!s)
 		return;
-	drop_pending(s);
+	for (int k = 0; k < s->np; k++)
+		free(s->p[k].host);
+	pthread_mutex_destroy(&s->lock);
 	free(s->p);
 	free(s);
 	t->state = NULL;
@@ -213,6 +260,7 @@ int transport_staged_init(struct transport *t, struct transport *inner,
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	s->inner = inner;
 	s->be = be;
+	pthread_mutex_init(&s->lock, NULL);
 	t->ops = &staged_ops;
 	t->rank = inner->rank;
 	t->size = inner->size;

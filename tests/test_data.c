@@ -87,10 +87,13 @@ static void test_profiles_cover_zoo(void **state)
 	};
 	static const char *const small[] = { "mlp", "cnn_small", "branchy_small",
 					     "transformer_tiny" };
+	/* measured on an H100 (docs/gpu.md) */
+	static const char *const gpu[] = { "mlp", "cnn_small", "transformer_tiny" };
 
 	(void)state;
 	check_covered("v100-analytic", zoo, sizeof zoo / sizeof zoo[0]);
 	check_covered("cpu", small, sizeof small / sizeof small[0]);
+	check_covered("h100", gpu, sizeof gpu / sizeof gpu[0]);
 }
 
 int main(void)

@@ -55,6 +55,22 @@ static void test_staged_cpu(void **state)
 	check_with(pipe, "--transport staged", "mlp 2-stage 1f1b");
 }
 
+/* Round-robin replicas under 1f1b-async all-reduce once per round, while
+ * their neighbours still send and receive: a staged all-reduce that
+ * blocked the rank until the sum came back deadlocked there (the other
+ * replica waited on a transfer the blocked rank had not yet sent). */
+static void test_staged_round_robin(void **state)
+{
+	static const int rep[] = { 1, 2, 1 };
+	char plan[1024];
+
+	(void)state;
+	snprintf(plan, sizeof plan, "%s/tt-rr.json", tmp_dir());
+	rt_round_robin_plan("transformer_tiny", 16, "cpu-1x4", 3, rep, 1, SCHED_1F1B_ASYNC, 2,
+			    plan);
+	check_with(plan, "--transport staged --watchdog 30", "transformer_tiny 1f1b-async, 2 replicas");
+}
+
 static void test_bad_options(void **state)
 {
 	char out[8192];
@@ -96,6 +112,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_staged_cpu),
+		cmocka_unit_test(test_staged_round_robin),
 		cmocka_unit_test(test_cuda_run),
 	};
 
