@@ -6,11 +6,18 @@
  * stashing); branchy_small as a DAG of stages whose branches run on
  * different ranks; activation recomputation.  Also what must not run: a split the runtime cannot
  * execute is refused before launch naming the operator, and a rank that
- * dies or fails ends the whole job promptly with a non-zero exit.
+ * dies or fails ends the whole job promptly with a non-zero exit; and
+ * what the ranks run is the plan the launcher read and validated, even
+ * when the file changes after the launch.
  */
 #include "runtest.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static void pipeline(const char *model, const char *cluster, int nstages, int rep,
 		     enum sched_kind sched, int m)
@@ -231,6 +238,46 @@ static void test_fault_rank_refused(void **state)
 	}
 }
 
+/* The plan is read once, by the launcher, and every rank runs those
+ * bytes: a plan file whose content changes after the launch (a FIFO that
+ * gives a two-rank plan to its first reader and something else to every
+ * later one) changes nothing the job runs. */
+static void test_plan_read_once(void **state)
+{
+	char path[1024], fifo[1024], plan[16384], out[16384];
+	pid_t writer;
+	int st;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/mlp-once.json", tmp_dir());
+	rt_pipeline_plan("mlp", 8, "cpu-1x2", 2, 1, SCHED_1F1B, 2, path);
+	test_read_file(path, plan, sizeof plan);
+	snprintf(fifo, sizeof fifo, "%s/mlp-fifo.json", tmp_dir());
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	writer = fork();
+	assert_true(writer >= 0);
+	if (writer == 0) {
+		for (int k = 0;; k++) {
+			const char *b = k == 0 ? plan : "{ \"changed after the launch\": 1 }\n";
+			int fd = open(fifo, O_WRONLY);
+
+			if (fd < 0 || write(fd, b, strlen(b)) != (ssize_t)strlen(b))
+				_exit(1);
+			close(fd);
+			sleep(1); /* the first reader sees the end of its plan */
+		}
+	}
+	st = rt_run(out, sizeof out, "run '%s' --steps 2 --warmup 0 --watchdog 30", fifo);
+	kill(writer, SIGKILL);
+	waitpid(writer, NULL, 0);
+	unlink(fifo);
+	if (st != 0 || !strstr(out, "mlp (batch 8) on 2 ranks") || !strstr(out, "loss")) {
+		print_error("plan changed after the launch: exit %d:\n%s\n", st, out);
+		fail();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_rank_error),
 		cmocka_unit_test(test_rank_stopped),
 		cmocka_unit_test(test_fault_rank_refused),
+		cmocka_unit_test(test_plan_read_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
