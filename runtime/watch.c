@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,23 +52,46 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* A rank makes its record under a temporary name and renames it into
+ * place once it has its full size and is filled in, so the launcher never
+ * maps a record shorter than one (touching past a file's end is SIGBUS)
+ * nor reads one half made; the launcher also leaves alone a file of the
+ * name that is too short. */
 static struct watch_rec *map_rec(const char *dir, int rank, int create)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	struct watch_rec *r;
+	struct stat sb;
 	int fd;
 
 	snprintf(path, sizeof path, "%s/rank.%d", dir, rank);
-	fd = open(path, O_RDWR | (create ? O_CREAT | O_EXCL : 0) | O_CLOEXEC, 0600);
+	snprintf(tmp, sizeof tmp, "%s.new", path);
+	fd = open(create ? tmp : path, O_RDWR | (create ? O_CREAT | O_EXCL : 0) | O_CLOEXEC,
+		  0600);
 	if (fd < 0)
 		return NULL;
-	if (create && ftruncate(fd, sizeof *r)) {
+	if (create ? ftruncate(fd, sizeof *r) != 0
+		   : fstat(fd, &sb) != 0 || sb.st_size < (off_t)sizeof *r) {
 		close(fd);
 		return NULL;
 	}
 	r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	return r == MAP_FAILED ? NULL : r;
+	if (r == MAP_FAILED)
+		return NULL;
+	if (create) {
+		int64_t t = now_us();
+
+		atomic_store(&r->beat_us, t);
+		atomic_store(&r->step_us, t);
+		atomic_store(&r->pid, (int64_t)getpid());
+		atomic_store(&r->state, RUNNING);
+	}
+	if (create && rename(tmp, path) != 0) {
+		munmap(r, sizeof *r);
+		return NULL;
+	}
+	return r;
 }
 
 /* --- rank side ----------------------------------------------------------- */
@@ -101,7 +125,6 @@ int watch_rank_start(int rank)
 {
 	const char *dir = getenv(WATCH_ENV);
 	pthread_t th;
-	int64_t t;
 
 	if (!dir || !*dir || mine)
 		return AP_OK;
@@ -109,11 +132,6 @@ int watch_rank_start(int rank)
 	if (!mine)
 		return ap_err(AP_EFAIL, WHO, 0, "rank %d cannot make its record in the job's "
 			      "directory: %s", rank, strerror(errno));
-	t = now_us();
-	atomic_store(&mine->beat_us, t);
-	atomic_store(&mine->step_us, t);
-	atomic_store(&mine->pid, (int64_t)getpid());
-	atomic_store(&mine->state, RUNNING);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	signal(SIGHUP, on_signal);
