@@ -156,6 +156,16 @@ static void test_refuses_before_launch(void **state)
 	assert_null(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL);
 }
 
+/* No process of the job that ran `plan` is left (pgrep finds none: exit
+ * 1); "[r]un" keeps pgrep from finding the shell that runs it. */
+static void assert_no_rank_left(const char *plan)
+{
+	char cmd[1200];
+
+	snprintf(cmd, sizeof cmd, "pgrep -f '[r]un .?%s' >/dev/null", plan);
+	assert_int_not_equal(system(cmd), 0);
+}
+
 static void fault(const char *how)
 {
 	char path[1024], out[16384];
@@ -175,6 +185,7 @@ static void fault(const char *how)
 			    (long long)(b.tv_sec - a.tv_sec), out);
 		fail();
 	}
+	assert_no_rank_left(path);
 }
 
 static void test_rank_killed(void **state)
@@ -198,7 +209,7 @@ static void test_rank_error(void **state)
  * job: the watchdog ends it, naming the rank, and leaves no rank behind. */
 static void test_rank_stopped(void **state)
 {
-	char path[1024], out[16384], cmd[1200];
+	char path[1024], out[16384];
 	struct timespec a, b;
 	int st;
 
@@ -215,10 +226,7 @@ static void test_rank_stopped(void **state)
 			    (long long)(b.tv_sec - a.tv_sec), out);
 		fail();
 	}
-	/* no process of the job is left (pgrep finds none: exit 1); "[r]un"
-	 * keeps pgrep from finding the shell that runs it */
-	snprintf(cmd, sizeof cmd, "pgrep -f '[r]un .?%s' >/dev/null", path);
-	assert_int_not_equal(system(cmd), 0);
+	assert_no_rank_left(path);
 }
 
 /* A fault for a rank the plan does not have is refused before launch. */
