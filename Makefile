@@ -44,41 +44,53 @@ ifeq ($(CUDA),0)
 NVCC     :=
 endif
 # The CUDA backend (backend_cuda.c, cuda_*.cu) needs nvcc and cuDNN; its
-# NCCL transport (transport_nccl.cu) NCCL as well.  What is missing links
-# as cuda_stub.c, which says "not built with CUDA".  CUDA_ARCH: the oldest
-# GPU the kernels are compiled for (PTX runs on newer ones).
+# NCCL transport (transport_nccl.cu, comm_bench.cu) NCCL as well.  They
+# make one shared object, CUDA_SO, beside the binary (installed in
+# LIBDIR), which the binary loads the first time a command needs a GPU
+# (runtime/cuda_load.h), so no other command loads the CUDA libraries;
+# the object calls back into the binary, which exports its symbols for
+# it (-rdynamic).  Without nvcc and cuDNN there is no object and
+# cuda_stub.c says "not built with CUDA".  CUDA_ARCH: the oldest GPU the
+# kernels are compiled for (PTX runs on newer ones).
 CUDA_ARCH ?= 75
+LIBDIR   := $(PREFIX)/lib/autopar
 NVFLAGS  := -O2 -std=c++17 -arch=sm_$(CUDA_ARCH) -Icore -Iruntime \
-            -Xcompiler -Wall,-Wextra --Werror all-warnings
-CUDA_ONLY := runtime/backend_cuda.c
+            -Xcompiler -Wall,-Wextra,-fPIC,-fvisibility=hidden --Werror all-warnings
+SO_CFLAGS := -fPIC -fvisibility=hidden
 ifneq ($(NVCC),)
 CUDA_VER := $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-CUDA_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
-CFLAGS   += -DAUTOPAR_CUDA=1 -I$(CUDA_HOME)/include
-LDLIBS   += -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcudart
-GPU_OBJ  := $(BUILD)/runtime/gpu_cuda.o
 CUDA_MSG := cuda $(CUDA_VER)
 else
-GPU_OBJ  := $(BUILD)/runtime/gpu_stub.o
-CUDA_MSG := cuda no (stubs)
+CUDA_MSG := cuda no
 endif
 ifneq ($(and $(NVCC),$(CUDNN_H)),)
 CUDNN_MSG := cudnn yes
+CUDA_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+# devices are counted through the CUDA runtime alone, opened by its soname
+CUDART   := $(shell objdump -p $(CUDA_LIB)/libcudart.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
+LOAD_FLAGS := -isystem $(CUDA_HOME)/include -DAUTOPAR_LIBDIR='"$(LIBDIR)"' \
+              -DAUTOPAR_CUDART='"$(or $(CUDART),libcudart.so)"'
+LDFLAGS  += -rdynamic
+LDLIBS   += -Wl,-rpath,$(CUDA_LIB) -ldl
+GPU_OBJ  := $(BUILD)/runtime/cuda_load.o
 NCCL_CU  := runtime/transport_nccl.cu runtime/comm_bench.cu
-CUDA_CU  := $(filter-out runtime/gpu_cuda.cu $(NCCL_CU),$(wildcard runtime/*.cu))
-GPU_OBJ  += $(CUDA_CU:%.cu=$(BUILD)/%.o) $(CUDA_ONLY:%.c=$(BUILD)/%.o)
-LDLIBS   += -lcudnn -lcublas -lstdc++
+CUDA_CU  := $(filter-out $(NCCL_CU),$(wildcard runtime/*.cu))
+SO_OBJ   := $(CUDA_CU:%.cu=$(BUILD)/%.o) $(BUILD)/so/runtime/backend_cuda.o
+SO_LIBS  := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcudart -lcudnn -lcublas -lstdc++
 else
 CUDNN_MSG := cudnn no
-GPU_OBJ  += $(BUILD)/runtime/cuda_stub.o
+GPU_OBJ  := $(BUILD)/runtime/cuda_stub.o
 endif
 ifneq ($(and $(NVCC),$(CUDNN_H),$(NCCL_H)),)
 NCCL_MSG := nccl yes
-GPU_OBJ  += $(NCCL_CU:%.cu=$(BUILD)/%.o)
-LDLIBS   += -lnccl
+# xpost.c, plain C that only the NCCL transport calls, is built into the
+# object as well: the binary does not link it
+SO_OBJ   += $(NCCL_CU:%.cu=$(BUILD)/%.o) $(BUILD)/so/runtime/xpost.o
+SO_LIBS  += -lnccl
+SO_CFLAGS += -DAUTOPAR_NCCL=1
+LOAD_FLAGS += -DAUTOPAR_NCCL=1
 else
 NCCL_MSG := nccl no
-GPU_OBJ  += $(BUILD)/runtime/nccl_stub.o
 endif
 ifeq ($(MAKELEVEL),0)
 $(info autopar: $(CUDA_MSG), $(CUDNN_MSG), $(NCCL_MSG) under $(CUDA_HOME))
@@ -88,10 +100,14 @@ endif
 CORE_SRC := $(wildcard core/*.c)
 PLAN_SRC := $(wildcard planners/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
-RT_SRC   := $(filter-out runtime/gpu_stub.c runtime/cuda_stub.c runtime/nccl_stub.c \
-              $(CUDA_ONLY),$(wildcard runtime/*.c))
+RT_SRC   := $(filter-out runtime/cuda_stub.c runtime/cuda_load.c runtime/backend_cuda.c, \
+              $(wildcard runtime/*.c))
 CLI_SRC  := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
+# `make test ONLY="plan sim"`: only tests/test_plan.c and tests/test_sim.c.
+ifneq ($(ONLY),)
+TEST_SRC := $(foreach t,$(ONLY),$(or $(wildcard tests/test_$(t).c),$(error ONLY: no tests/test_$(t).c)))
+endif
 
 LIB_OBJ  := $(CORE_SRC:%.c=$(BUILD)/%.o) $(PLAN_SRC:%.c=$(BUILD)/%.o) \
             $(BENCH_SRC:%.c=$(BUILD)/%.o) $(RT_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
@@ -101,10 +117,12 @@ BIN      ?= bin/autopar
 ifneq ($(SAN),)
 BIN      := $(BUILD)/autopar
 endif
+CUDA_SO  := $(if $(SO_OBJ),$(dir $(BIN))libautopar-cuda.so)
 TESTS    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 # A change of flags (PREFIX, SAN, CUDA) rebuilds everything it affects.
-FLAGS_NOW  := $(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(NVFLAGS)
+FLAGS_NOW  := $(CC) $(CFLAGS) $(LDFLAGS) $(LDLIBS) $(NVFLAGS) $(SO_CFLAGS) $(SO_LIBS) \
+              $(LOAD_FLAGS)
 FLAGS_FILE := $(BUILD)/.flags
 ifneq ($(FLAGS_NOW),$(file < $(FLAGS_FILE)))
 $(shell mkdir -p $(BUILD))
@@ -112,7 +130,7 @@ $(file > $(FLAGS_FILE),$(FLAGS_NOW))
 endif
 
 .PHONY: all deps test check-asan bench figures install clean
-all: deps $(BIN)
+all: deps $(BIN) $(CUDA_SO)
 
 deps:
 	@scripts/install-deps --if-missing
@@ -125,6 +143,12 @@ $(BUILD)/runtime/%.o: runtime/%.cu $(FLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
 
+$(BUILD)/runtime/cuda_load.o: CFLAGS += $(LOAD_FLAGS)
+
+$(BUILD)/so/%.o: %.c $(FLAGS_FILE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SO_CFLAGS) -c $< -o $@
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
@@ -133,9 +157,20 @@ $(BIN): $(CLI_OBJ) $(LIB) $(FLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
+$(CUDA_SO): $(SO_OBJ) $(FLAGS_FILE)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(SO_OBJ) $(SO_LIBS)
+
 $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka
+
+# The CUDA kernel test loads the CUDA object, which calls back into the
+# binary as it does into autopar: it links the whole library.
+$(BUILD)/tests/test_cuda_kernels: tests/test_cuda_kernels.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive \
+		$(LDLIBS) -lcmocka
 
 # The fuzz regression test replays tests/fuzz/ through the harnesses' own
 # parser calls, built in with it.
@@ -143,8 +178,11 @@ $(BUILD)/tests/test_fuzz_regress: tests/test_fuzz_regress.c tests/fuzz/targets.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/fuzz $(LDFLAGS) -o $@ $(filter %.c,$^) $(LIB) $(LDLIBS) -lcmocka
 
-test: deps $(BIN) $(TESTS)
-	@AUTOPAR_BIN=$(abspath $(BIN)) AUTOPAR_DATA=$(CURDIR) scripts/run-tests $(TESTS)
+# The test binaries find the CUDA object through AUTOPAR_CUDA_LIB (it is
+# beside the binary, not beside them).
+test: deps $(BIN) $(CUDA_SO) $(TESTS)
+	@AUTOPAR_BIN=$(abspath $(BIN)) AUTOPAR_DATA=$(CURDIR) \
+	$(if $(CUDA_SO),AUTOPAR_CUDA_LIB=$(abspath $(CUDA_SO))) scripts/run-tests $(TESTS)
 
 # Open MPI keeps memory until exit: its leaks are suppressed (by library,
 # so its plugins stay loaded and the full unwinder can name them).
@@ -170,6 +208,7 @@ bench: all
 	bench/papers
 	bench/predict-sim
 	bench/run-small
+	BIN=$(BIN) bench/startup
 	@$(MAKE) --no-print-directory figures
 
 figures: all
@@ -178,6 +217,10 @@ figures: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/autopar
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/autopar
+ifneq ($(CUDA_SO),)
+	install -d $(DESTDIR)$(LIBDIR)
+	install -m 755 $(CUDA_SO) $(DESTDIR)$(LIBDIR)/
+endif
 	cp -R models profiles $(DESTDIR)$(PREFIX)/share/autopar/
 
 # --- fuzzing ------------------------------------------------------------------

@@ -77,9 +77,9 @@ static int eval(const struct bench_cell *cell, const struct graph *g,
 	if (rc)
 		goto out;
 	row->search_s = plan.search_s;
-	row->planner_est_ms = plan_stat(&plan, "planner_est_ms");
-	row->bound_ms = plan_stat(&plan, "bound_ms");
-	row->gap = plan_stat(&plan, "gap");
+	row->planner_est_ms = plan.est_ms;
+	row->bound_ms = plan.bound_ms;
+	row->gap = plan.gap;
 	if (plan.ncurve > 0)
 		rc = anytime_update(anytime, row, &plan);
 	row->pred_iter_ms = plan.pred_iter_ms;

@@ -70,16 +70,12 @@ static int run(int argc, char **argv)
 		{ "-o", "--output", OPT_STR, &outf },
 	};
 	const struct planner *pl;
-	struct graph g;
-	struct cluster c;
-	struct profile p;
+	struct instance x;
 	struct plan plan;
 	struct planner_input in;
-	char used[PLAN_NAME_LEN];
 	int rc, npos;
 
-	graph_init(&g);
-	profile_init(&p);
+	instance_init(&x);
 	plan_init(&plan);
 	pname = planner_arg(argc, argv);
 	if (pname && planner_parse(pname, "-P", &pl, &popts))
@@ -99,30 +95,22 @@ static int run(int argc, char **argv)
 	rc = batch_spec_parse(bspec, "-b", 0, &bs);
 	if (rc)
 		goto out;
-	rc = load_cluster(cspec, model, &c);
-	if (!rc)
-		rc = batch_model_load(model, &bs, cluster_ndevices(&c), &g);
-	if (!rc)
-		rc = load_profile(prof, &c, &p, used, sizeof used);
+	rc = instance_load(&x, model, &bs, cspec, prof);
 	if (rc)
 		goto out;
-	in = (struct planner_input){ .g = &g, .p = &p, .c = &c, .budget_s = budget,
-				     .seed = seed, .opts = &popts,
-				     .per_device_batch = bs.per_device ?
-					     g.batch / cluster_ndevices(&c) : 0 };
-	rc = planner_run(pl, &in, used, &plan);
+	in = planner_input_of(&x, budget, seed, &popts);
+	rc = planner_run(pl, &in, x.profile, &plan);
 	if (!rc)
-		rc = plan_write(&plan, &g, outf);
+		rc = plan_write(&plan, &x.g, outf);
 	if (!rc)
 		printf("%s: %s plan for %s on %s (profile %s, %s), %d stage%s, "
 		       "searched %.3f s, predicted %.3f ms per iteration%s\n", outf, plan.planner,
-		       g.name, c.name, used, profile_kind(&p), plan.nstages,
+		       x.g.name, x.c.name, x.profile, profile_kind(&x.p), plan.nstages,
 		       plan.nstages == 1 ? "" : "s", plan.search_s, plan.pred_iter_ms,
 		       plan.pred_fits ? "" : " (does not fit memory)");
 out:
 	plan_release(&plan);
-	profile_release(&p);
-	graph_release(&g);
+	instance_release(&x);
 	return rc;
 }
 

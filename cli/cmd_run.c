@@ -1,5 +1,5 @@
 /*
- * `autopar run`: executes a plan for real (DESIGN section 7), one process
+ * `autopar run`: executes a plan for real (docs/runtime.md), one process
  * per device of the plan.  Outside an MPI job it re-launches itself under
  * mpirun (runtime/launch.c); every rank then loads the same plan, builds
  * its part (runtime/exec.h) and trains for --warmup + --steps steps.  The

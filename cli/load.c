@@ -1,6 +1,6 @@
 /*
- * Shared loading of clusters and profiles for the commands (load.h).
- * A plan file is read once, into memory: its bytes are what every later
+ * Loading a plan file and what it was made for, for the commands
+ * (load.h).  A plan file is read once, into memory: its bytes are what every later
  * step (and, under `autopar run`, every rank) parses, so a file replaced
  * meanwhile cannot make two readers see two plans.
  */
@@ -16,54 +16,6 @@
 #include "datadir.h"
 #include "err.h"
 #include "model_io.h"
-#include "piper_io.h"
-
-int load_cluster(const char *spec, const char *model, struct cluster *c)
-{
-	struct graph g;
-	char csv[4096];
-	int st;
-
-	if (!spec || strcmp(spec, "piper"))
-		return cluster_resolve(spec, datapath(csv, sizeof csv, "profiles/clusters.csv"),
-				       c);
-	/* The machine is the model's, so read it here (a small file, read
-	 * twice where a command loads the model after the cluster). */
-	if (!model)
-		return ap_err(AP_EINPUT, "-c piper", 0, "needs a Piper input as the model (-m)");
-	graph_init(&g);
-	st = model_load(model, 0, &g);
-	if (!st && !g.piper)
-		st = ap_err(AP_EINPUT, "-c piper", 0, "model '%s' is not a Piper input (expected "
-			    "a Piper .json file or piper/NAME, whose machine -c piper takes)",
-			    model);
-	if (!st)
-		st = piper_cluster(g.piper, model, c);
-	graph_release(&g);
-	return st;
-}
-
-int load_profile(const char *name, const struct cluster *c, struct profile *p,
-		 char *used, size_t len)
-{
-	char dir[4096];
-
-	snprintf(used, len, "%s", name ? name : c->profile);
-	return profile_load(profile_dir(dir, sizeof dir, used), p);
-}
-
-const char *profile_kind(const struct profile *p)
-{
-	int measured = 0, analytic = 0;
-
-	for (int i = 0; i < p->nrows; i++) {
-		if (p->rows[i].analytic)
-			analytic = 1;
-		else
-			measured = 1;
-	}
-	return measured && analytic ? "measured+analytic" : measured ? "measured" : "analytic";
-}
 
 void plan_inputs_init(struct plan_inputs *in)
 {

@@ -1,30 +1,14 @@
 /*
- * Loading what the commands share: a model, a cluster (preset or inline
- * spec) and a profile, with the profile defaulting to the one the cluster
- * names.  One place, so `plan`, `sim`, `check` and `bench` resolve names
- * the same way.
+ * Loading a plan file for the commands that take one (`sim`, `run`,
+ * `check`): the plan and the instance it names (instance.h resolves the
+ * names, as for every command).
  */
 #ifndef AUTOPAR_LOAD_H
 #define AUTOPAR_LOAD_H
 
 #include <stdint.h>
 
-#include "cluster.h"
-#include "graph.h"
-#include "plan.h"
-#include "profile.h"
-
-/* A preset, an inline spec, or `piper`: the machine of the Piper input
- * model (which is read for it; an error for any other model). */
-int load_cluster(const char *spec, const char *model, struct cluster *c);
-
-/* Loads the profile named by name, or c's default when name is NULL;
- * writes the name used to used (len bytes). */
-int load_profile(const char *name, const struct cluster *c, struct profile *p,
-		 char *used, size_t len);
-
-/* "measured", "analytic" or "measured+analytic": what the rows are. */
-const char *profile_kind(const struct profile *p);
+#include "instance.h"
 
 /* A plan file and what it was made for: the model, cluster and profile it
  * names, each of which a command may override. */

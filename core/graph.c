@@ -65,14 +65,6 @@ void graph_release(struct graph *g)
 	graph_init(g);
 }
 
-void graph_free(struct graph *g)
-{
-	if (g) {
-		graph_release(g);
-		free(g);
-	}
-}
-
 static uint32_t name_hash(const char *s)
 {
 	uint32_t h = 2166136261u; /* FNV-1a */

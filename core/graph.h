@@ -136,10 +136,13 @@ const char *dim_name(enum dim_kind d);
 int dim_parse(const char *s, enum dim_kind *out);
 const char *op_kind_name(enum op_kind k);
 int op_kind_parse(const char *s, enum op_kind *out);
+/* Whether kind k is element-wise: each output element from the same
+ * element of its inputs, the output of their shape (relu, gelu, tanh,
+ * sigmoid, dropout, add, mul), so it splits as its inputs do. */
+int op_kind_elementwise(enum op_kind k);
 
 void graph_init(struct graph *g);
 void graph_release(struct graph *g);
-void graph_free(struct graph *g);
 
 /* Appends an operator (a copy of *op, which takes ownership of op->in and
  * op->desc) and returns its index, or -1 on allocation failure. */

@@ -491,6 +491,12 @@ const char *op_kind_name(enum op_kind k)
 	return (unsigned)k < NOP_KINDS ? rules[k].name : "?";
 }
 
+int op_kind_elementwise(enum op_kind k)
+{
+	return (unsigned)k < NOP_KINDS &&
+	       (rules[k].infer == infer_unary || rules[k].infer == infer_elementwise);
+}
+
 int op_kind_parse(const char *s, enum op_kind *out)
 {
 	for (int k = 0; k < NOP_KINDS; k++) {

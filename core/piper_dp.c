@@ -9,7 +9,7 @@
  * for every s, and dp[I][k][s] = min max(dp[J][k - t d][s - d],
  * TPS(I \ J, t, d, s)).  As in the reference, dp[empty] is 0 everywhere
  * and the table is made monotone in k and s after each upset, so that
- * "at most" holds.
+ * "at most" holds.  A stage is costed by piper_stage.c.
  */
 #include "piper_dp.h"
 
@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "piper_stage.h"
 
 /* A stage's TPS for one d as a function of s, TPS[d][s] =
  * v[ceil(s / d)]: v the knapsack values, or with one configuration per
@@ -203,250 +204,6 @@ static int by_size(struct ws *w)
 	return AP_OK;
 }
 
-/* --- one stage ------------------------------------------------------------ */
-
-/* Piper's knapsack heuristic (piper_dp.h) over the n nodes' TMPCs,
- * cnt[i] of them from ofs[i] in c[] (TPS contribution), a[] and b[]
- * (memory), for y = 1 .. maxy into out[y]; with ychoice > 0, the choice
- * at y = ychoice into choice[]. */
-struct knap_swap {
-	double bpb;
-	int i, l;
-};
-
-static int cmp_swap(const void *x, const void *y)
-{
-	const struct knap_swap *a = x, *b = y;
-
-	if (a->bpb != b->bpb)
-		return a->bpb < b->bpb ? -1 : 1;
-	if (a->i != b->i)
-		return a->i < b->i ? -1 : 1;
-	return (a->l > b->l) - (a->l < b->l);
-}
-
-/* Scratch for costing stages: per node of the stage its TMPCs' offset
- * and count, per TMPC x = crossing bytes / B + p, y = 4 w / (N B), the
- * memory terms and the TPS contribution c = x / d + (1 - 1 / d) y of the
- * degree d at hand (Piper's (E / d + R) / B + p / d), and the
- * knapsack's working arrays. */
-struct stage_buf {
-	int *ofs, *cnt, *fast, *low, *h;
-	int *efw, *ebw; /* one node's crossing edges, in and out */
-	double *x, *y, *c, *a, *b;
-	struct knap_swap *sw;
-};
-
-static int knapsack(double mem, int n, struct stage_buf *sb, int maxy, double *out, int ychoice,
-		    int *choice)
-{
-	const int *ofs = sb->ofs, *cnt = sb->cnt;
-	const double *c = sb->c, *a = sb->a, *b = sb->b;
-	int *fast = sb->fast, *low = sb->low, *h = sb->h, nsw = 0;
-	struct knap_swap *sw = sb->sw;
-
-	for (int y = 0; y <= maxy; y++)
-		out[y] = INFINITY;
-	for (int i = 0; i < n; i++) {
-		fast[i] = 0;
-		for (int l = 1; l < cnt[i]; l++)
-			if (c[ofs[i] + fast[i]] > c[ofs[i] + l])
-				fast[i] = l;
-	}
-	double fa = 0, fb = 0, fc = 0;
-	int single = 1;
-
-	for (int i = 0; i < n; i++) {
-		fa += a[ofs[i] + fast[i]];
-		fb += b[ofs[i] + fast[i]];
-		fc += c[ofs[i] + fast[i]];
-		single &= cnt[i] == 1;
-	}
-	for (int y = 1; y <= maxy; y++) {
-#define MEM(i, l) (a[ofs[i] + (l)] * y + b[ofs[i] + (l)])
-		double mfast = fa * y + fb, mlow = 0, shave, sum = 0;
-
-		/* one configuration per node: the fastest, while it fits */
-		if (single) {
-			if (mfast > mem)
-				break;
-			out[y] = fc;
-			if (y == ychoice && choice)
-				memcpy(choice, fast, (size_t)n * sizeof *fast);
-			continue;
-		}
-		memcpy(h, fast, (size_t)n * sizeof *h);
-		if (mfast > mem) {
-			for (int i = 0; i < n; i++) {
-				low[i] = 0;
-				for (int l = 1; l < cnt[i]; l++)
-					if (MEM(i, low[i]) > MEM(i, l))
-						low[i] = l;
-				mlow += MEM(i, low[i]);
-			}
-			if (mlow > mem)
-				break; /* and so for every larger y */
-			nsw = 0;
-			for (int i = 0; i < n; i++)
-				for (int l = 0; l < cnt[i]; l++) {
-					double save = MEM(i, h[i]) - MEM(i, l);
-
-					if (save > 1e-9)
-						sw[nsw++] = (struct knap_swap){
-							(c[ofs[i] + l] - c[ofs[i] + h[i]]) / save, i, l };
-				}
-			/* few swaps: insertion sort, in cmp_swap()'s order */
-			for (int x = 1; x < nsw; x++)
-				for (int z = x; z > 0 && cmp_swap(&sw[z], &sw[z - 1]) < 0; z--) {
-					struct knap_swap tmp = sw[z];
-
-					sw[z] = sw[z - 1];
-					sw[z - 1] = tmp;
-				}
-			shave = mfast - mem;
-			for (int k = 0; k < nsw && shave >= 1e-9; k++) {
-				shave -= MEM(sw[k].i, h[sw[k].i]) - MEM(sw[k].i, sw[k].l);
-				h[sw[k].i] = sw[k].l;
-			}
-		}
-#undef MEM
-		for (int i = 0; i < n; i++)
-			sum += c[ofs[i] + h[i]];
-		out[y] = sum;
-		if (y == ychoice && choice)
-			memcpy(choice, h, (size_t)n * sizeof *h);
-	}
-	return AP_OK;
-}
-
-/* The stage's nodes' TMPCs for degree t into sb: counts, offsets, x (the
- * crossing bytes: edges to nodes outside in[], both passes, with their
- * sync bytes), y and memory; 0 when a node lacks t. */
-static int crossing(const struct piper_inst *pi, const char *in, const int *nodes, int n,
-		    int t, struct stage_buf *sb)
-{
-	double resync = 4.0 / pi->mbs / pi->bw;
-	int k = 0;
-
-	for (int i = 0; i < n; i++) {
-		const struct piper_node *v = &pi->nodes[nodes[i]];
-		const struct piper_degree *g = piper_degree_of(v, t);
-
-		if (!g)
-			return 0;
-		int nfw = 0, nbw = 0;
-		double bytes = 0;
-
-		/* the crossing edges once, for every TMPC */
-		for (int e = 0; e < v->nin; e++)
-			if (!in[pi->edges[v->in[e]].src]) {
-				sb->efw[nfw++] = e;
-				bytes += pi->edges[v->in[e]].bytes;
-			}
-		for (int e = 0; e < v->nout; e++)
-			if (!in[pi->edges[v->out[e]].dst]) {
-				sb->ebw[nbw++] = e;
-				bytes += pi->edges[v->out[e]].bytes;
-			}
-		sb->ofs[i] = k;
-		sb->cnt[i] = g->ntmpc;
-		for (int l = 0; l < g->ntmpc; l++, k++) {
-			const struct piper_tmpc *x = &g->tmpc[l];
-			double eb = bytes;
-
-			for (int q = 0; q < nfw; q++)
-				eb += x->sync_fw[sb->efw[q]];
-			for (int q = 0; q < nbw; q++)
-				eb += x->sync_bw[sb->ebw[q]];
-			sb->x[k] = 2 * eb / pi->bw + x->time;
-			sb->y[k] = resync * x->params;
-			sb->a[k] = x->mem_a;
-			sb->b[k] = x->mem_b;
-		}
-	}
-	return 1;
-}
-
-/* The TPS contribution of every one of the stage's total TMPCs for d. */
-static void contributions(struct stage_buf *sb, int total, int d)
-{
-	double inv = 1.0 / d;
-
-	for (int k = 0; k < total; k++)
-		sb->c[k] = sb->x[k] * inv + (1 - inv) * sb->y[k];
-}
-
-static int buf_alloc(struct stage_buf *sb, const struct piper_inst *pi)
-{
-	size_t total = 0;
-
-	for (int v = 0; v < pi->nnodes; v++) {
-		size_t most = 0;
-
-		for (int k = 0; k < pi->nodes[v].ndeg; k++)
-			if ((size_t)pi->nodes[v].deg[k].ntmpc > most)
-				most = (size_t)pi->nodes[v].deg[k].ntmpc;
-		total += most;
-	}
-	sb->ofs = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->ofs);
-	sb->cnt = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->cnt);
-	sb->fast = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->fast);
-	sb->low = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->low);
-	sb->h = malloc(((size_t)pi->nnodes + 1) * sizeof *sb->h);
-	sb->efw = malloc(((size_t)pi->nedges + 1) * sizeof *sb->efw);
-	sb->ebw = malloc(((size_t)pi->nedges + 1) * sizeof *sb->ebw);
-	sb->x = malloc((total + 1) * sizeof *sb->x);
-	sb->y = malloc((total + 1) * sizeof *sb->y);
-	sb->c = malloc((total + 1) * sizeof *sb->c);
-	sb->a = malloc((total + 1) * sizeof *sb->a);
-	sb->b = malloc((total + 1) * sizeof *sb->b);
-	sb->sw = malloc((total + 1) * sizeof *sb->sw);
-	return sb->ofs && sb->cnt && sb->fast && sb->low && sb->h && sb->efw && sb->ebw &&
-			       sb->x && sb->y && sb->c &&
-			       sb->a && sb->b && sb->sw
-		       ? AP_OK
-		       : ap_err(AP_EFAIL, NULL, 0, "out of memory");
-}
-
-static void buf_release(struct stage_buf *sb)
-{
-	free(sb->ofs);
-	free(sb->cnt);
-	free(sb->fast);
-	free(sb->low);
-	free(sb->h);
-	free(sb->efw);
-	free(sb->ebw);
-	free(sb->x);
-	free(sb->y);
-	free(sb->c);
-	free(sb->a);
-	free(sb->b);
-	free(sb->sw);
-}
-
-double piper_stage_tps(const struct piper_inst *pi, const int *nodes, int n, int t, int d,
-		       int y, int *tmpc)
-{
-	struct stage_buf sb = { 0 };
-	char *in = calloc((size_t)pi->nnodes, 1);
-	double *out = malloc(((size_t)y + 1) * sizeof *out), r = INFINITY;
-
-	if (in && out && !buf_alloc(&sb, pi) && y >= 1) {
-		for (int i = 0; i < n; i++)
-			in[nodes[i]] = 1;
-		if (crossing(pi, in, nodes, n, t, &sb)) {
-			contributions(&sb, n ? sb.ofs[n - 1] + sb.cnt[n - 1] : 0, d);
-			if (!knapsack(pi->mem, n, &sb, y, out, y, tmpc))
-				r = out[y];
-		}
-	}
-	buf_release(&sb);
-	free(in);
-	free(out);
-	return r;
-}
-
 /* --- the table ------------------------------------------------------------ */
 
 static double *cell(const struct ws *w, long id, int k)
@@ -573,7 +330,7 @@ static int bounds(struct ws *w)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
 	/* per node: the terms its configurations of degree t contribute,
-	 * the TPS contributions as contributions() writes them with no
+	 * the TPS contributions as piper_contributions() writes them with no
 	 * crossing bytes, which only add */
 	for (int v = 0; v < w->n; v++)
 		for (int t = 1; t <= w->T; t++) {
@@ -673,7 +430,7 @@ static int stage_table(struct ws *w, struct stage_buf *sb, int n, int t, const c
 	double sx = 0, sy = 0, sa = 0, sm = 0;
 	int single = 1, total;
 
-	if (!crossing(pi, w->in, w->nodes, n, t, sb))
+	if (!piper_crossing(pi, w->in, w->nodes, n, t, sb))
 		return 0;
 	total = n ? sb->ofs[n - 1] + sb->cnt[n - 1] : 0;
 	for (int i = 0; i < n && single; i++) {
@@ -700,8 +457,8 @@ static int stage_table(struct ws *w, struct stage_buf *sb, int n, int t, const c
 				r->ymax--;
 			continue;
 		}
-		contributions(sb, total, d);
-		if (knapsack(pi->mem, n, sb, (w->S + d - 1) / d, v, 0, NULL))
+		piper_contributions(sb, total, d);
+		if (piper_knapsack(pi->mem, n, sb, (w->S + d - 1) / d, v, 0, NULL))
 			return -1;
 		r->v = v;
 	}
@@ -901,7 +658,7 @@ int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 	w.knap = malloc((size_t)(w.K + 1) * ((size_t)w.S + 2) * sizeof *w.knap);
 	w.rows = malloc((size_t)(w.K + 1) * sizeof *w.rows);
 	if (!w.dp || !w.drops || !w.nodes || !w.in || !w.need || !w.lb || !w.queue || !w.knap ||
-	    !w.rows || buf_alloc(&sb, pi)) {
+	    !w.rows || piper_stage_buf_alloc(&sb, pi)) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
@@ -928,7 +685,7 @@ int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 		}
 	}
 out:
-	buf_release(&sb);
+	piper_stage_buf_release(&sb);
 	free(w.first);
 	free(w.hash);
 	free(w.sets);

@@ -73,9 +73,15 @@ struct plan {
 	 * (batch = it x the cluster's devices); 0 for a global batch (strong
 	 * scaling).  JSON "per_device_batch", written when above 0. */
 	int64_t per_device_batch;
-	/* search statistics: seconds, seed, and planner-specific numbers */
+	/* search statistics: seconds, seed, the ones every searching
+	 * planner reports alike, and planner-specific numbers */
 	double search_s;
 	uint64_t seed;
+	/* Its own estimate of the iteration, the lower bound on it that it
+	 * proved, and their relative gap (est - bound) / est; NAN where the
+	 * planner has none.  JSON "planner_est_ms", "bound_ms" and "gap" in
+	 * "search"; the results CSV's columns of those names. */
+	double est_ms, bound_ms, gap;
 	int nstats;
 	char (*stat_name)[32];
 	double *stat_value;
@@ -124,6 +130,12 @@ int64_t sched_key(enum sched_kind k, int64_t K, int64_t m, int64_t d, int64_t j,
 		  int bwd);
 void sched_sort(struct sched_item *items, int n);
 int sched_parse(const char *s, enum sched_kind *out);
+/* Each stage's depth in the schedule (by stage index), the same for the
+ * simulator and the runtime: its position in a chain, and in a DAG of
+ * stages as late as its successors allow (sched.c); the largest into
+ * *depth_max.  AP_EINPUT naming the field when ids are not 0..n-1 or
+ * `next` names no stage or forms a cycle. */
+int sched_stage_depths(const struct plan *p, int *depth, int *depth_max);
 /* Whether k updates the weights after every micro-batch (no flush). */
 int sched_async(enum sched_kind k);
 /* The most weight updates a stage of depth d (of K depths) sees between a
@@ -151,8 +163,8 @@ void plan_release(struct plan *p);
  * ids 0..nstages-1 and no devices, one plan_op per operator on stage 0 with
  * degree 1 and devices {0}; GPipe with one micro-batch. */
 int plan_alloc(struct plan *p, const struct graph *g, int nstages);
-/* Adds or overwrites a named search statistic (at most 31 characters, not
- * "seconds" or "seed", finite value). */
+/* Adds or overwrites a planner-specific search statistic (at most 31
+ * characters, not a name struct plan has a field for, finite value). */
 int plan_set_stat(struct plan *p, const char *name, double value);
 /* The named search statistic, NAN when the plan has none. */
 double plan_stat(const struct plan *p, const char *name);
@@ -160,6 +172,32 @@ double plan_stat(const struct plan *p, const char *name);
 int plan_add_curve(struct plan *p, double t_s, double ms);
 /* Replaces *dst with a copy of src[0..n). */
 int plan_set_devices(int **dst, int *ndst, const int *src, int n);
+
+/* Building a plan (plan_build.c, docs/adding-a-planner.md): size it with
+ * plan_alloc(p, g, nstages), then give every stage its devices and the
+ * `next` edges between stages, every operator its place (all start on
+ * stage 0, device 0, degree 1) and the schedule.  Each returns AP_OK or
+ * reports (AP_EFAIL) a stage or operator out of range, or no memory. */
+/* Stage s runs on devs[0..n), as `replicas` round-robin replicas of
+ * n / replicas devices each (0 or 1: none; plan_stage.replicas). */
+int plan_stage(struct plan *p, int s, const int *devs, int n, int replicas);
+/* The same on the n consecutive devices first, first + 1, ... */
+int plan_stage_range(struct plan *p, int s, int first, int n, int replicas);
+/* Stage s sends to stage t (a `next` edge, kept once). */
+int plan_link(struct plan *p, int s, int t);
+/* The stages as a chain: s -> s + 1 for each. */
+int plan_chain(struct plan *p);
+/* A `next` edge wherever an edge of g goes from an operator of one stage
+ * to one of another (the operators placed first): a DAG of stages. */
+int plan_link_edges(struct plan *p, const struct graph *g);
+/* Operator i in stage s with degree[] per dim kind, its shards on
+ * devs[0..product of the degrees) in the layout of the top comment. */
+int plan_op(struct plan *p, int i, int s, const int degree[NDIMS], const int *devs);
+/* The same on consecutive devices from first. */
+int plan_place(struct plan *p, int i, int s, const int degree[NDIMS], int first);
+void plan_schedule(struct plan *p, enum sched_kind k, int microbatches);
+/* One stage on devices 0..ndev-1 under the given schedule. */
+int plan_one_stage(struct plan *p, int ndev, enum sched_kind sched, int microbatches);
 
 /* JSON; ops are matched to g by name and every op of g must be there.
  * "profile", "planner", "search", "predicted", a stage's "next" and an op's
@@ -178,6 +216,11 @@ int plan_peek(const char *path, char *model, size_t model_len, char *cluster,
 /* Writes atomically, pretty-printed, ops in graph order. */
 int plan_write(const struct plan *p, const struct graph *g, const char *path);
 
+/* Parameter bytes of one shard of op under po: parameters are indexed by
+ * the output channel (SOAP's parameter dim), so the c degree shards them
+ * and every other degree replicates them; measured bytes win. */
+int64_t plan_param_shard_bytes(const struct op *op, const struct plan_op *po);
+
 /* Checks against the model and the cluster (plan_check.c): the plan's
  * batch is g's and the micro-batches divide it; stage ids are
  * 0..nstages-1, each stage has devices of the cluster, `next` names stages
@@ -189,11 +232,6 @@ int plan_write(const struct plan *p, const struct graph *g, const char *path);
  * shards x 3 (weights, gradients, momentum) must fit it; activations are
  * the simulator's to check.  The first failure is reported naming path and
  * the field; AP_EINPUT. */
-/* Parameter bytes of one shard of op under po: parameters are indexed by
- * the output channel (SOAP's parameter dim), so the c degree shards them
- * and every other degree replicates them; measured bytes win. */
-int64_t plan_param_shard_bytes(const struct op *op, const struct plan_op *po);
-
 int plan_validate(const struct plan *p, const struct graph *g,
 		  const struct cluster *c, const char *path);
 

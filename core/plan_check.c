@@ -1,6 +1,6 @@
 /*
  * plan_validate(): a plan checked against the graph and the cluster it is
- * meant for.  plan.c reads and writes plans and checks only what the JSON
+ * meant for.  plan_read.c reads plans and checks only what the JSON
  * alone can tell (types, signs, known fields); everything that needs the
  * model or the cluster (ranges, divisibility, the stage DAG, memory) is
  * here, so planners can validate what they build before anything is

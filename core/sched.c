@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
+
 /*
  * Every stage's forward and backward of every micro-batch is an item with
  * a key; items run in key order, and that order is each resource's order
@@ -225,4 +227,77 @@ int sched_staleness(enum sched_kind k, int K, int d, int m)
 		worst = n > worst ? n : worst;
 	}
 	return worst;
+}
+
+/* In a chain a stage's depth is its position; in a DAG of stages a stage
+ * sits as late as its successors allow: depth = K - 1 - h, with K the
+ * number of stages on the longest path and h the longest path from the
+ * stage to a sink.  Under 1F1B a stage then keeps h + 1 micro-batches in
+ * flight, the stages after it on its longest path to the sink, and starts
+ * a micro-batch's backward as soon as that micro-batch can have come back:
+ * GraphPipe's schedule of a DAG of stages (Jeon et al., ASPLOS 2025,
+ * section 6), of which PipeDream-Flush is the chain case.  A branch
+ * shorter than its siblings thus holds fewer micro-batches than it would
+ * at its depth from the source.  The simulator and the runtime both order
+ * by these depths, so the runtime runs the order predicted. */
+int sched_stage_depths(const struct plan *p, int *depth, int *depth_max)
+{
+	int n = p->nstages, changed = 1, st = AP_OK;
+	int *pos = malloc((n > 0 ? (size_t)n : 1) * sizeof *pos);
+
+	if (!pos)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int k = 0; k < n; k++)
+		pos[k] = -1;
+	for (int k = 0; k < n && !st; k++) {
+		int id = p->stages[k].id;
+
+		if (id < 0 || id >= n || pos[id] >= 0)
+			st = ap_err(AP_EINPUT, "plan", 0,
+				    "stages[%d].id: expected distinct ids 0..%d, got %d", k, n - 1, id);
+		else
+			pos[id] = k;
+		depth[k] = 0;
+	}
+	for (int k = 0; k < n && !st; k++)
+		for (int e = 0; e < p->stages[k].nnext && !st; e++)
+			if (p->stages[k].next[e] < 0 || p->stages[k].next[e] >= n)
+				st = ap_err(AP_EINPUT, "plan", 0, "stages[%d].next[%d]: no stage %d",
+					    k, e, p->stages[k].next[e]);
+	/* the longest paths from a source: n passes settle an acyclic graph */
+	for (int pass = 0; pass <= n && changed && !st; pass++) {
+		changed = 0;
+		for (int k = 0; k < n; k++)
+			for (int e = 0; e < p->stages[k].nnext; e++) {
+				int t = pos[p->stages[k].next[e]];
+
+				if (depth[t] < depth[k] + 1) {
+					depth[t] = depth[k] + 1;
+					changed = 1;
+				}
+			}
+	}
+	if (!st && changed)
+		st = ap_err(AP_EINPUT, "plan", 0, "stages: 'next' forms a cycle");
+	*depth_max = 0;
+	for (int k = 0; k < n && !st; k++)
+		if (depth[k] > *depth_max)
+			*depth_max = depth[k];
+	/* the heights, the longest paths to a sink, as depth_max - height */
+	for (int k = 0; k < n && !st; k++)
+		depth[k] = *depth_max;
+	for (int pass = 0, moved = 1; pass <= n && moved && !st; pass++) {
+		moved = 0;
+		for (int k = 0; k < n; k++)
+			for (int e = 0; e < p->stages[k].nnext; e++) {
+				int t = pos[p->stages[k].next[e]];
+
+				if (depth[k] > depth[t] - 1) {
+					depth[k] = depth[t] - 1;
+					moved = 1;
+				}
+			}
+	}
+	free(pos);
+	return st;
 }

@@ -1,5 +1,5 @@
 /*
- * The simulator (DESIGN section 3): turns (graph, profile, cluster, plan)
+ * The simulator (docs/simulator.md): turns (graph, profile, cluster, plan)
  * into a task graph of one training iteration and list-schedules it on the
  * cluster's resources, predicting the iteration time, the per-device peak
  * memory and the pipeline bubble.  Every planner ranks its candidates with
@@ -16,7 +16,7 @@
  * replicas (sim.c).
  * Resources: each device, each directed device pair inside a node, and each
  * node's NIC (one send and one receive side).  sim.c explains the model,
- * sim_layout.c the regions and transfers, sim_comm.c the all-reduces,
+ * sim_layout.c the regions, sim_transfers.c the transfers, sim_comm.c the all-reduces,
  * sim_sched.c the schedules; trace.c writes the timeline as Chrome trace
  * JSON.
  */

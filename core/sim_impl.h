@@ -1,9 +1,9 @@
 /*
  * Inside the simulator: the buffers a struct sim keeps between runs and
  * the functions its files share (sim.c the driver and accounting,
- * sim_layout.c what a plan makes of the graph: shard regions, transfers
- * and stage order; sim_comm.c replica groups and their all-reduces;
- * sim_sched.c the list scheduler).  Not an
+ * sim_layout.c what a plan makes of the graph: shard regions and stage
+ * order; sim_transfers.c the transfers between shards; sim_comm.c replica
+ * groups and their all-reduces; sim_sched.c the list scheduler).  Not an
  * interface: nothing outside core/sim*.c and core/trace.c includes it.
  *
  * Everything a run touches per task lives in flat arrays indexed by small
@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "sim.h"
 
 /* A source of a compute task: >= 0 a shard on the same device, < 0 the
@@ -154,7 +155,7 @@ struct sim_work {
 	ARRAY(int, dev_upd);             /* [ndev]: updates in the run (rr) */
 	int nstages, depth_max;
 	ARRAY(int, stage_pos);           /* stage id -> index in plan->stages */
-	ARRAY(int, stage_depth);         /* longest path from a source stage */
+	ARRAY(int, stage_depth);         /* sched_stage_depths() */
 	ARRAY(int, stage_ops_ofs);       /* ops of each stage, in graph order */
 	ARRAY(int, stage_ops);
 	ARRAY(int, shard_base);          /* [nops + 1] */
@@ -294,20 +295,54 @@ int sim_reserve(void *pp, size_t *cap, size_t n, size_t size);
 /* sim_layout.c: everything a plan fixes, built once per run. */
 int sim_layout(struct sim *s, const struct plan *pl);
 /* Its parts that sim_delta() redoes for one op: the checks of op i; op
- * i's shards at shard_base[i] (room made by sim_reserve_shards()); the
- * transfers of producer p to its consumers from op `from` on, appended to
- * xf, shared with the nkeep transfers keep[] that the consumers before
- * made (in the order they were made), and the sources they make as (key,
- * value) pairs in pairs (forward, np[0]) and bpairs (backward, np[1]); a
- * CSR list from pairs (key, value). */
+ * i's shards at shard_base[i] (room made by sim_reserve_shards()); a CSR
+ * list from pairs (key, value), and one into struct sim_work's f_ofs and
+ * f (CSR()). */
 int sim_check_op(const struct sim *s, const struct plan *pl, int i);
 int sim_reserve_shards(struct sim_work *w, int n);
 int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i);
-int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
-			const int *keep, int nkeep, int np[2]);
 int sim_build_csr(struct sim_work *w, const int *pr, int np, int nkeys,
 		  int **ofs, size_t *cap_ofs, int **vals, size_t *cap_vals);
-/* op_xbytes of op i from its list xff (bwd 0) or xfb (1). */
+#define CSR(w, pr, np, nkeys, f) \
+	sim_build_csr(w, pr, np, nkeys, &(w)->f##_ofs, &(w)->cap_##f##_ofs, \
+		  &(w)->f, &(w)->cap_##f)
+
+/* Appends the pair (key, val) to the *np pairs at *buf (room for *cap
+ * ints); AP_EFAIL (reported) when out of memory. */
+static inline int sim_add_pair(int **buf, size_t *cap, int *np, int key, int val)
+{
+	if (2 * ((size_t)*np + 1) > *cap &&
+	    sim_reserve(buf, cap, 2 * ((size_t)*np + 1), sizeof(int)))
+		return AP_EFAIL;
+	(*buf)[2 * *np] = key;
+	(*buf)[2 * *np + 1] = val;
+	(*np)++;
+	return AP_OK;
+}
+
+/* The next coordinate in row-major order over n, c, h, w, l (l fastest)
+ * below lim[], starting again from first[] (all zeros for shards); 0 when
+ * it wraps around. */
+static inline int sim_next_coord(int idx[NDIMS], const int *first, const int *lim)
+{
+	for (int d = NDIMS - 1; d >= 0; d--) {
+		if (++idx[d] < lim[d])
+			return 1;
+		idx[d] = first ? first[d] : 0;
+	}
+	return 0;
+}
+
+/* sim_transfers.c: the transfers and sources of every edge, after the
+ * shards are laid out.  What sim_delta() redoes of them: the transfers of
+ * producer p to its consumers from op `from` on, appended to xf, shared
+ * with the nkeep transfers keep[] that the consumers before made (in the
+ * order they were made), and the sources they make as (key, value) pairs
+ * in pairs (forward, np[0]) and bpairs (backward, np[1]); op_xbytes of op
+ * i from its list xff (bwd 0) or xfb (1). */
+int sim_layout_transfers(struct sim *s, const struct plan *pl);
+int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
+			const int *keep, int nkeep, int np[2]);
 void sim_op_xbytes(struct sim_work *w, int i, int bwd);
 
 /* sim_comm.c: the replica groups and all-reduce tasks (after the shards
@@ -318,14 +353,13 @@ int sim_layout_groups(struct sim *s, const struct plan *pl);
 int sim_layout_op_groups(struct sim *s, const struct plan *pl, int i);
 void sim_link_res(const struct sim *s, int a, int b, int res[2]);
 
-/* sim_sched.c: schedules the tasks of one iteration, filling the per-run
- * state of s->w; mem[].weights must be set, and the optimizer keeps
- * opt_copies extra copies of them. */
-int sim_schedule(struct sim *s, int opt_copies);
-/* The same from step `from` on (0, or a step whose checkpoint the last
- * run kept: sim_ckpt_before()), the earlier steps' times left as they
- * are.  Checkpoints are kept before every SIM_CKPT_STEPS-th step that is
- * a forward: a change is first felt at a forward step. */
+/* sim_sched.c: schedules the tasks of one iteration from step `from` on
+ * (0, or a step whose checkpoint the last run kept: sim_ckpt_before()),
+ * filling the per-run state of s->w and leaving the earlier steps' times
+ * as they are; mem[].weights must be set, and the optimizer keeps
+ * opt_copies extra copies of them.  Checkpoints are kept before every
+ * SIM_CKPT_STEPS-th step that is a forward: a change is first felt at a
+ * forward step. */
 #define SIM_CKPT_STEPS 4
 int sim_schedule_from(struct sim *s, int opt_copies, int from);
 

@@ -256,7 +256,7 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, int rr, double *t,
 }
 
 /* The transfers of op's step for micro-batch j between stages of
- * different micro-batch counts (xffr and xfbr, sim_layout.c), forward or
+ * different micro-batch counts (xffr and xfbr, sim_transfers.c), forward or
  * backward: each carries one micro-batch of the finer side.  A step of the
  * coarser side sends r of them in turn, into the blocks of the r finer
  * micro-batches its own holds; a step of the finer side sends one, into
@@ -535,9 +535,4 @@ int sim_schedule_from(struct sim *s, int opt_copies, int from)
 	if (!st)
 		st = updates(s, opt_copies);
 	return st;
-}
-
-int sim_schedule(struct sim *s, int opt_copies)
-{
-	return sim_schedule_from(s, opt_copies, 0);
 }

@@ -50,22 +50,45 @@ static int predict(const struct planner *pl, const struct planner_input *in, str
 	return rc;
 }
 
-int planner_run(const struct planner *pl, const struct planner_input *in,
-		const char *profile_name, struct plan *out)
+struct planner_input planner_input_of(const struct instance *x, double budget_s,
+				      uint64_t seed, const struct planner_opts *opts)
 {
-	struct planner_opts opts = { 0 };
+	return (struct planner_input){ .g = &x->g, .p = &x->p, .c = &x->c,
+				       .budget_s = budget_s, .seed = seed, .opts = opts,
+				       .per_device_batch = x->per_device_batch };
+}
+
+/* Runs pl on in with its options completed into *opts. */
+static int run_planner(const struct planner *pl, const struct planner_input *in,
+		       struct planner_opts *opts, struct plan *out)
+{
 	struct planner_input full = *in;
-	double t0;
 	int rc = plan_alloc(out, in->g, 1);
 
 	if (rc)
 		return rc;
-	if (in->opts)
-		opts = *in->opts;
-	planner_opts_complete(pl, &opts);
-	full.opts = &opts;
-	t0 = now_s();
-	rc = pl->plan(&full, out);
+	*opts = in->opts ? *in->opts : (struct planner_opts){ 0 };
+	planner_opts_complete(pl, opts);
+	full.opts = opts;
+	full.planner = pl;
+	return pl->plan(&full, out);
+}
+
+int planner_seed(const struct planner *pl, const struct planner_input *in,
+		 struct plan *out)
+{
+	struct planner_opts opts;
+
+	return run_planner(pl, in, &opts, out);
+}
+
+int planner_run(const struct planner *pl, const struct planner_input *in,
+		const char *profile_name, struct plan *out)
+{
+	struct planner_opts opts;
+	double t0 = now_s();
+	int rc = run_planner(pl, in, &opts, out);
+
 	out->search_s = now_s() - t0;
 	if (rc)
 		return rc;

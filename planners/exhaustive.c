@@ -51,13 +51,7 @@ struct ex {
 
 static int follows(const struct op *op)
 {
-	switch (op->kind) {
-	case OP_RELU: case OP_GELU: case OP_TANH: case OP_SIGMOID:
-	case OP_DROPOUT: case OP_ADD: case OP_MUL:
-		return op->nin > 0;
-	default:
-		return 0;
-	}
+	return op_kind_elementwise(op->kind) && op->nin > 0;
 }
 
 /* Whether op may be split along d over n devices (micro-batch mb). */
@@ -76,16 +70,11 @@ static int build(struct ex *ex, int k, int m, const int *cut, const int *cfg, st
 	const struct graph *g = ex->in->g;
 	int per = cluster_ndevices(ex->in->c) / k, rc = plan_alloc(p, g, k);
 
-	p->sched = k > 1 ? ex->sched : SCHED_GPIPE;
-	p->microbatches = m;
+	plan_schedule(p, k > 1 ? ex->sched : SCHED_GPIPE, m);
+	if (!rc)
+		rc = plan_chain(p);
 	for (int s = 0; s < k && !rc; s++) {
-		int devs[4096], nxt = s + 1;
-
-		for (int d = 0; d < per; d++)
-			devs[d] = s * per + d;
-		rc = plan_set_devices(&p->stages[s].devices, &p->stages[s].ndev, devs, per);
-		if (!rc && s + 1 < k)
-			rc = plan_set_devices(&p->stages[s].next, &p->stages[s].nnext, &nxt, 1);
+		rc = plan_stage_range(p, s, s * per, per, 0);
 		for (int i = cut[s]; i < cut[s + 1] && !rc; i++) {
 			int deg[NDIMS] = { 1, 1, 1, 1, 1 };
 
@@ -211,10 +200,10 @@ static int plan_exhaustive(const struct planner_input *in, struct plan *out)
 	const struct graph *g = in->g;
 	int ndev = cluster_ndevices(in->c), n = g->nops, rc;
 	struct ex ex = { .in = in, .best_s = INFINITY, .whole = planner_flag(in, "whole"),
-			 .max_mb = (int)planner_real(in, "max-microbatches") };
+			 .max_mb = planner_int(in, "max-microbatches") };
 	double size;
 
-	ex.sched = strcmp(planner_opt(in, "schedule"), "1f1b-async") ? SCHED_1F1B
+	ex.sched = strcmp(planner_choice(in, "schedule"), "1f1b-async") ? SCHED_1F1B
 								      : SCHED_1F1B_ASYNC;
 	if (ex.max_mb < 1)
 		return ap_err(AP_EINPUT, "exhaustive", 0, "max-microbatches must be at least 1");
@@ -264,8 +253,7 @@ static int plan_exhaustive(const struct planner_input *in, struct plan *out)
 		rc = build(&ex, ex.best_k, ex.best_m, ex.best_cut, ex.best_cfg, out);
 	if (!rc)
 		rc = plan_set_stat(out, "plans_tried", (double)ex.tried);
-	if (!rc)
-		rc = plan_set_stat(out, "planner_est_ms", 1e3 * ex.best_s);
+	out->est_ms = 1e3 * ex.best_s;
 out:
 	plan_release(&ex.cand);
 	free(ex.cut);

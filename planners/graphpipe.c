@@ -568,12 +568,11 @@ static int comp_prefix(struct gp *gp, int k, const double **out)
 		for (int q = 0; q < gp->n; q++) {
 			int i = gp->ord[q];
 			struct op_cost oc;
-			int st = profile_lookup(gp->in->p, gp->g, i, deg, &oc);
+			int st = sim_op_cost(gp->in->p, gp->g, i, deg, 1, &oc);
 
 			if (st)
 				return st;
-			c[q + 1] = c[q] + 1e-6 * (oc.fwd_us +
-						  (gp->g->ops[i].kind == OP_INPUT ? 0 : oc.bwd_us));
+			c[q + 1] = c[q] + 1e-6 * (oc.fwd_us + oc.bwd_us);
 		}
 		gp->comp_ready[k] = 1;
 	}
@@ -1193,43 +1192,22 @@ static int build(struct gp *gp, const struct gp_cand *cd, struct plan *p)
 	const struct graph *g = gp->g;
 	const struct gp_stage *S = gp->cst + cd->ofs;
 	const int *lab = gp->clab + cd->lab;
-	int ns = cd->nst;
-	int *first = malloc((size_t)ns * sizeof *first), *nx = malloc((size_t)ns * sizeof *nx);
-	char *adj = calloc((size_t)ns * ns, 1);
-	int rc = !first || !nx || !adj ? ap_err(AP_EFAIL, NULL, 0, "out of memory")
-					: plan_alloc(p, g, ns);
+	int ns = cd->nst, *first = malloc((size_t)ns * sizeof *first);
+	int rc = !first ? ap_err(AP_EFAIL, NULL, 0, "out of memory") : plan_alloc(p, g, ns);
 
 	for (int s = 0, f = 0; s < ns && !rc; f += S[s].d, s++) {
-		int devs[4096];
-
 		first[s] = f;
-		for (int k = 0; k < S[s].d; k++)
-			devs[k] = f + k;
-		rc = plan_set_devices(&p->stages[s].devices, &p->stages[s].ndev, devs, S[s].d);
+		rc = plan_stage_range(p, s, f, S[s].d, 0);
 	}
 	for (int i = 0; i < g->nops && !rc; i++) {
 		int s = lab[i], deg[NDIMS] = { S[s].d, 1, 1, 1, 1 };
 
-		for (int e = 0; e < g->ops[i].nin; e++)
-			adj[(size_t)lab[g->ops[i].in[e]] * ns + s] = 1;
 		rc = plan_place(p, i, s, deg, first[s]);
 	}
-	for (int s = 0; s < ns && !rc; s++) {
-		int n = 0;
-
-		for (int t = 0; t < ns; t++)
-			if (t != s && adj[(size_t)s * ns + t])
-				nx[n++] = t;
-		if (n)
-			rc = plan_set_devices(&p->stages[s].next, &p->stages[s].nnext, nx, n);
-	}
-	if (!rc) {
-		p->sched = ns == 1 && cd->m == 1 ? SCHED_GPIPE : SCHED_1F1B;
-		p->microbatches = cd->m;
-	}
+	if (!rc)
+		rc = plan_link_edges(p, g);
+	plan_schedule(p, ns == 1 && cd->m == 1 ? SCHED_GPIPE : SCHED_1F1B, cd->m);
 	free(first);
-	free(nx);
-	free(adj);
 	return rc;
 }
 
@@ -1434,7 +1412,7 @@ static int setup(struct gp *gp)
 		struct op_cost oc;
 
 		gp->ord[i] = i;
-		rc = profile_lookup(gp->in->p, g, i, one, &oc);
+		rc = sim_op_cost(gp->in->p, g, i, one, 1, &oc);
 		if (rc)
 			goto out;
 		op_w[i] = oc.fwd_us + oc.bwd_us;
@@ -1481,14 +1459,14 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 	const struct cluster *c = in->c;
 	struct gp gp = { .in = in, .g = in->g, .n = in->g->nops, .D = cluster_ndevices(c),
 			 .copies = 1 };
-	int max_m = (int)planner_real(in, "max-microbatches");
-	int nverify = (int)planner_real(in, "verify"), best = -1, rc;
+	int max_m = planner_int(in, "max-microbatches");
+	int nverify = planner_int(in, "verify"), best = -1, rc;
 	double best_s = INFINITY;
 
 	if (max_m < 1 || nverify < 1)
 		return ap_err(AP_EINPUT, "graphpipe", 0,
 			      "max-microbatches and verify must be at least 1");
-	gp.max_units = (int)planner_real(in, "max-units");
+	gp.max_units = planner_int(in, "max-units");
 	if (gp.max_units < 2)
 		return ap_err(AP_EINPUT, "graphpipe", 0, "max-units must be at least 2");
 	gp.deadline = now_s() + 0.8 * in->budget_s;
@@ -1515,10 +1493,10 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 		rc = build(&gp, &gp.cand[best], out);
 	if (!rc && planner_flag(in, "stage-microbatches") && out->sched != SCHED_GPIPE)
 		rc = refine_counts(&gp, out, &best_s);
-	if (!rc)
-		rc = plan_set_stat(out, "planner_est_ms", 1e3 * gp.cand[best].est);
-	if (!rc)
+	if (!rc) {
+		out->est_ms = 1e3 * gp.cand[best].est;
 		rc = plan_set_stat(out, "stages", gp.cand[best].nst);
+	}
 	if (!rc)
 		rc = plan_set_stat(out, "target_ms", 1e3 * gp.cand[best].target *
 							(double)in->g->batch);

@@ -645,29 +645,24 @@ static void consider(struct search *se, int k, const int *stage, const int *cfg)
 /* The best of dp, owt and single that is a point of program k (one
  * stage); single always is, so there is an incumbent whenever one device
  * holds the model. */
-static int warm_start(struct search *se, int k)
+static void warm_start(struct search *se, int k)
 {
 	static const char *const names[] = { "dp", "owt", "single" };
-	int st = AP_OK;
 
-	for (int i = 0; i < 3 && !st; i++) {
+	for (int i = 0; i < 3; i++) {
 		const struct planner *pl = planner_find(names[i]);
-		struct planner_opts o = { 0 };
 		struct planner_input in = *se->in;
 		struct plan p;
 
 		if (!pl)
 			continue;
-		planner_opts_complete(pl, &o);
-		in.opts = &o;
+		in.opts = NULL;
 		plan_init(&p);
-		st = plan_alloc(&p, in.g, 1);
-		if (!st && pl->plan(&in, &p) == AP_OK &&
+		if (planner_seed(pl, &in, &p) == AP_OK &&
 		    ilp_inst_from_plan(&se->subs[k].x, &p, se->stage, se->cfg) == 0)
 			consider(se, k, se->stage, se->cfg);
 		plan_release(&p);
 	}
-	return st;
 }
 
 /* Branch and bound on program k with an objective cutoff at the
@@ -774,12 +769,9 @@ static int record(struct search *se, struct plan *out, int optimal, double bound
 
 	for (int k = 0; k < se->nsubs; k++)
 		dropped += se->subs[k].x.ndropped;
-	if (!st)
-		st = plan_set_stat(out, "planner_est_ms", inc_ms);
-	if (!st)
-		st = plan_set_stat(out, "bound_ms", optimal ? inc_ms : bound_ms);
-	if (!st)
-		st = plan_set_stat(out, "gap", gap > 0 ? gap : 0);
+	out->est_ms = inc_ms;
+	out->bound_ms = optimal ? inc_ms : bound_ms;
+	out->gap = gap > 0 ? gap : 0;
 	if (!st)
 		st = plan_set_stat(out, "optimal", optimal);
 	if (!st)
@@ -817,8 +809,8 @@ static double quick_bound_ms(const struct ilp_inst *x)
 static int plan_ilp(const struct planner_input *in, struct plan *out)
 {
 	const struct graph *g = in->g;
-	int ndev = cluster_ndevices(in->c), max_mb = (int)planner_real(in, "max-microbatches");
-	int max_k = (int)planner_real(in, "max-stages"), collapse = !planner_flag(in, "no-collapse");
+	int ndev = cluster_ndevices(in->c), max_mb = planner_int(in, "max-microbatches");
+	int max_k = planner_int(in, "max-stages"), collapse = !planner_flag(in, "no-collapse");
 	double deadline = now_s() + in->budget_s, bound_ms = INFINITY;
 	struct search se = { .in = in, .best = { .obj_s = INFINITY, .sub = -1 } };
 	int st = AP_OK, optimal = 1, *idx = NULL, nsolve = 0;
@@ -869,7 +861,7 @@ static int plan_ilp(const struct planner_input *in, struct plan *out)
 			}
 			st = build_program(sb);
 			if (!st && K == 1)
-				st = warm_start(&se, se.nsubs - 1);
+				warm_start(&se, se.nsubs - 1);
 			if (!st) {
 				double t0 = now_s();
 

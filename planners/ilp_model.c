@@ -31,13 +31,9 @@ static int foldable(const struct graph *g, int i)
 	const struct op *op = &g->ops[i];
 	const struct shape *a, *b;
 
-	switch (op->kind) {
-	case OP_RELU: case OP_GELU: case OP_TANH: case OP_SIGMOID: case OP_DROPOUT:
-	case OP_ADD: case OP_MUL: case OP_BATCHNORM: case OP_MAXPOOL: case OP_AVGPOOL:
-		break;
-	default:
+	if (!op_kind_elementwise(op->kind) && op->kind != OP_BATCHNORM &&
+	    op->kind != OP_MAXPOOL && op->kind != OP_AVGPOOL)
 		return 0;
-	}
 	if (op->nin < 1)
 		return 0;
 	a = &op->out;
@@ -615,17 +611,11 @@ int ilp_inst_plan(const struct ilp_inst *x, const int *stage, const int *cfg,
 {
 	int rc = plan_alloc(out, x->in->g, x->K);
 
-	out->sched = x->K > 1 ? SCHED_1F1B : SCHED_GPIPE;
-	out->microbatches = x->m;
-	for (int s = 0; s < x->K && !rc; s++) {
-		int devs[64], nxt = s + 1;
-
-		for (int d = 0; d < x->per; d++)
-			devs[d] = s * x->per + d;
-		rc = plan_set_devices(&out->stages[s].devices, &out->stages[s].ndev, devs, x->per);
-		if (!rc && s + 1 < x->K)
-			rc = plan_set_devices(&out->stages[s].next, &out->stages[s].nnext, &nxt, 1);
-	}
+	plan_schedule(out, x->K > 1 ? SCHED_1F1B : SCHED_GPIPE, x->m);
+	if (!rc)
+		rc = plan_chain(out);
+	for (int s = 0; s < x->K && !rc; s++)
+		rc = plan_stage_range(out, s, s * x->per, x->per, 0);
 	for (int k = 0; k < x->ngroups && !rc; k++) {
 		const struct ilp_group *gr = &x->grp[k];
 

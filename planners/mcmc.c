@@ -182,8 +182,7 @@ static int random_config(struct mcmc *mc, struct plan *p, int i)
 
 	for (int j = 0; j < prod; j++)
 		mc->devs[j] = first + j;
-	memcpy(p->ops[i].degree, mc->cfg[k], sizeof p->ops[i].degree);
-	return plan_set_devices(&p->ops[i].devices, &p->ops[i].ndev, mc->devs, prod);
+	return plan_op(p, i, 0, mc->cfg[k], mc->devs);
 }
 
 /* dst takes src's configurations (both one stage over all devices). */
@@ -191,11 +190,8 @@ static int copy_configs(struct plan *dst, const struct plan *src)
 {
 	int st = AP_OK;
 
-	for (int i = 0; i < src->nops && !st; i++) {
-		memcpy(dst->ops[i].degree, src->ops[i].degree, sizeof dst->ops[i].degree);
-		st = plan_set_devices(&dst->ops[i].devices, &dst->ops[i].ndev,
-				      src->ops[i].devices, src->ops[i].ndev);
-	}
+	for (int i = 0; i < src->nops && !st; i++)
+		st = plan_op(dst, i, 0, src->ops[i].degree, src->ops[i].devices);
 	return st;
 }
 
@@ -270,9 +266,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 					 rand_unit(mc) < exp(-mc->beta * (new_s - mc->cur_s) /
 							      mc->unit_s);
 			if (!accept) {
-				memcpy(mc->cur.ops[i].degree, old_deg, sizeof old_deg);
-				st = plan_set_devices(&mc->cur.ops[i].devices,
-						      &mc->cur.ops[i].ndev, mc->old_devs, old_n);
+				st = plan_op(&mc->cur, i, 0, old_deg, mc->old_devs);
 				if (st)
 					return st;
 				if (!mc->full)
@@ -303,9 +297,7 @@ static int start_plan(struct mcmc *mc, const char *name, struct plan *p)
 
 	in.opts = NULL;
 	plan_init(&tmp);
-	st = plan_alloc(&tmp, g, 1);
-	if (!st && name)
-		st = planner_find(name)->plan(&in, &tmp);
+	st = name ? planner_seed(planner_find(name), &in, &tmp) : plan_alloc(&tmp, g, 1);
 	for (int i = 0; i < g->nops && !st && !name; i++)
 		st = random_config(mc, &tmp, i);
 	if (!st)
@@ -326,10 +318,10 @@ static int plan_mcmc(const struct planner_input *in, struct plan *out)
 	static const char *const starts[] = { "dp", "owt" };
 	struct mcmc mc = { .in = in, .out = out, .best_s = INFINITY,
 			   .beta = planner_real(in, "beta"),
-			   .max_props = (int64_t)planner_real(in, "proposals"),
+			   .max_props = planner_int(in, "proposals"),
 			   .full = planner_flag(in, "full-sim"),
 			   .ndev = cluster_ndevices(in->c), .rng = in->seed };
-	int nchains = (int)planner_real(in, "chains"), st;
+	int nchains = planner_int(in, "chains"), st;
 	struct plan start;
 	double deadline;
 
@@ -382,8 +374,7 @@ static int plan_mcmc(const struct planner_input *in, struct plan *out)
 	if (!st)
 		st = plan_set_stat(out, "acceptance",
 				   mc.proposals ? (double)mc.accepted / mc.proposals : 0);
-	if (!st)
-		st = plan_set_stat(out, "planner_est_ms", 1e3 * mc.best_s);
+	out->est_ms = 1e3 * mc.best_s;
 	plan_release(&mc.cur);
 	plan_release(&mc.best);
 	plan_release(&start);

@@ -4,6 +4,7 @@
  * with defaults, and reading them back inside the planner.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +47,9 @@ static int check_value(const struct planner_option *o, const char *v, const char
 	x = strtod(v, &end);
 	switch (o->type) {
 	case POPT_INT:
-		if (*end || errno || x != floor(x) || fabs(x) > 1e15)
+		if (*end || errno || x != floor(x) || fabs(x) > INT_MAX)
 			return ap_err(AP_EINPUT, where, 0, "option '%s': '%s' is not an "
-				      "integer", o->name, v);
+				      "integer of at most %d", o->name, v, INT_MAX);
 		return AP_OK;
 	case POPT_REAL:
 		if (*end || errno || !isfinite(x))
@@ -156,19 +157,43 @@ void planner_opts_complete(const struct planner *pl, struct planner_opts *o)
 		}
 }
 
-const char *planner_opt(const struct planner_input *in, const char *name)
+/* The value of in's planner's option `name` of type t: the one given or
+ * its default (NULL: an unset flag).  A name the planner does not declare
+ * with that type is a bug of the planner, not bad input: it aborts. */
+static const char *value(const struct planner_input *in, const char *name,
+			 enum planner_opt_type t)
 {
-	return lookup(in->opts, name);
+	const struct planner_option *o = in->planner ? find_option(in->planner, name) : NULL;
+	const char *v;
+
+	if (!o || o->type != t) {
+		fprintf(stderr, "autopar: planner '%s' reads option '%s', which its table does "
+			"not declare %s\n", in->planner ? in->planner->name : "(none)", name,
+			t == POPT_FLAG ? "as a flag" : t == POPT_INT ? "as an integer" :
+			t == POPT_REAL ? "as a number" : "as a choice");
+		abort();
+	}
+	v = lookup(in->opts, name);
+	return v || t == POPT_FLAG ? v : o->def;
 }
 
 int planner_flag(const struct planner_input *in, const char *name)
 {
-	return lookup(in->opts, name) != NULL;
+	return value(in, name, POPT_FLAG) != NULL;
+}
+
+int planner_int(const struct planner_input *in, const char *name)
+{
+	/* a value the table's check took: an integer within an int */
+	return (int)strtod(value(in, name, POPT_INT), NULL);
 }
 
 double planner_real(const struct planner_input *in, const char *name)
 {
-	const char *v = lookup(in->opts, name);
+	return strtod(value(in, name, POPT_REAL), NULL);
+}
 
-	return v ? strtod(v, NULL) : NAN;
+const char *planner_choice(const struct planner_input *in, const char *name)
+{
+	return value(in, name, POPT_CHOICE);
 }

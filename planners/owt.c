@@ -14,12 +14,6 @@
  */
 #include "planner.h"
 
-static int elementwise(enum op_kind k)
-{
-	return k == OP_RELU || k == OP_GELU || k == OP_TANH || k == OP_SIGMOID ||
-	       k == OP_DROPOUT || k == OP_ADD || k == OP_MUL;
-}
-
 static int plan_owt(const struct planner_input *in, struct plan *out)
 {
 	const struct graph *g = in->g;
@@ -34,7 +28,7 @@ static int plan_owt(const struct planner_input *in, struct plan *out)
 		if (op->kind == OP_LINEAR && (op->split_mask & (1u << DIM_C))) {
 			deg[DIM_N] = 1;
 			deg[DIM_C] = (int)largest_divisor(shape_size(&op->out, DIM_C), ndev);
-		} else if (elementwise(op->kind) && op->nin > 0) {
+		} else if (op_kind_elementwise(op->kind) && op->nin > 0) {
 			const struct plan_op *src = &out->ops[op->in[0]];
 
 			/* keep the producer's feature split: no data moves */

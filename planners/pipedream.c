@@ -927,26 +927,16 @@ static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct p
 	const struct graph *g = pd->in->g;
 	int rc = plan_alloc(out, g, pd->nst);
 
-	out->sched = sched;
-	out->microbatches = m;
+	plan_schedule(out, sched, m);
+	if (!rc)
+		rc = plan_chain(out);
 	for (int s = 0; s < pd->nst && !rc; s++) {
 		const struct pd_stage *st = &pd->st[s];
-		int nxt = s + 1, split = nsplit(pd);
+		int split = nsplit(pd), deg[NDIMS] = { split, 1, 1, 1, 1 };
 
-		out->stages[s].id = s;
-		out->stages[s].replicas = st->ndev / split;
-		rc = plan_set_devices(&out->stages[s].devices, &out->stages[s].ndev, st->devs,
-				      st->ndev);
-		if (!rc && s + 1 < pd->nst)
-			rc = plan_set_devices(&out->stages[s].next, &out->stages[s].nnext, &nxt, 1);
-		for (int k = pd->first[st->a]; k < pd->first[st->b] && !rc; k++) {
-			struct plan_op *po = &out->ops[pd->order[k]];
-
-			po->stage = s;
-			for (int d = 0; d < NDIMS; d++)
-				po->degree[d] = d == DIM_N ? split : 1;
-			rc = plan_set_devices(&po->devices, &po->ndev, st->devs, split);
-		}
+		rc = plan_stage(out, s, st->devs, st->ndev, st->ndev / split);
+		for (int k = pd->first[st->a]; k < pd->first[st->b] && !rc; k++)
+			rc = plan_op(out, pd->order[k], s, deg, st->devs);
 	}
 	return rc;
 }
@@ -1082,17 +1072,17 @@ static void pd_release(struct pd *pd)
 static int plan_pipedream(const struct planner_input *in, struct plan *out)
 {
 	struct pd pd = { .in = in, .nops = in->g->nops };
-	const char *sched = planner_opt(in, "schedule");
+	const char *sched = planner_choice(in, "schedule");
 	int top, base = 0, rc;
 	double est;
 
 	pd.predict = !strcmp(sched, "async-predict");
 	pd.straight = planner_flag(in, "straight") || pd.predict;
 	pd.fewer = planner_flag(in, "fewer");
-	pd.paper = !strcmp(planner_opt(in, "cost"), "paper");
-	pd.placed = !strcmp(planner_opt(in, "cost"), "placed");
-	pd.memory = !strcmp(planner_opt(in, "memory"), "on");
-	pd.max_units = (int)planner_real(in, "max-units");
+	pd.paper = !strcmp(planner_choice(in, "cost"), "paper");
+	pd.placed = !strcmp(planner_choice(in, "cost"), "placed");
+	pd.memory = !strcmp(planner_choice(in, "memory"), "on");
+	pd.max_units = planner_int(in, "max-units");
 	pd.ratio = planner_real(in, "compression");
 	pd.units = in->per_device_batch > 0 && in->g->batch % in->per_device_batch == 0
 			   ? (int)(in->g->batch / in->per_device_batch) : 1;
@@ -1155,8 +1145,7 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 	    pd.st[0].ndev == cluster_ndevices(in->c))
 		est = pd.units * flushed_dp(&pd, (double)pd.units /
 						 ((double)out->microbatches * nsplit(&pd)));
-	if (!rc)
-		rc = plan_set_stat(out, "planner_est_ms", 1e3 * est);
+	out->est_ms = 1e3 * est;
 	/* the same cost model's data parallelism (one stage on every
 	 * device), the baseline the paper's speedups are over */
 	if (!rc)

@@ -56,7 +56,7 @@
  * divisor of the batch at least nd. */
 static int microbatches(const struct planner_input *in, int nd)
 {
-	int64_t b = in->g->batch, m = (int64_t)planner_real(in, "microbatches");
+	int64_t b = in->g->batch, m = planner_int(in, "microbatches");
 
 	if (m > 0)
 		return b % m == 0 ? (int)m : -1;
@@ -176,7 +176,7 @@ static int op_layers(const struct planner_input *in, int N, int *gid, int *ng)
 	const struct graph *g = in->g;
 	const int one[NDIMS] = { 1, 1, 1, 1, 1 };
 	double *cost = malloc(((size_t)g->nops + 1) * sizeof *cost), total = 0;
-	int grain = (int)planner_real(in, "grain"), rc = AP_OK;
+	int grain = planner_int(in, "grain"), rc = AP_OK;
 	struct op_cost oc;
 
 	if (!cost)
@@ -267,7 +267,7 @@ static int build(const struct planner_input *in, int N, const int *gid, int ng,
 		 struct piper_inst *pi)
 {
 	const struct graph *g = in->g;
-	int tmax = planner_real(in, "max-tp") > 1 ? (int)planner_real(in, "max-tp") : 1;
+	int tmax = planner_int(in, "max-tp") > 1 ? planner_int(in, "max-tp") : 1;
 	int nd = cluster_ndevices(in->c), cap = 0, rc = AP_OK;
 
 	memset(pi, 0, sizeof *pi);
@@ -357,29 +357,22 @@ static int emit(const struct graph *g, const struct piper_inst *pi,
 {
 	int rc = plan_alloc(out, g, r->nstages), base = 0, split;
 
-	out->sched = SCHED_1F1B;
-	out->microbatches = N;
+	plan_schedule(out, SCHED_1F1B, N);
+	if (!rc)
+		rc = plan_chain(out);
 	for (int s = 0; s < r->nstages && !rc; s++) {
 		const struct piper_stage *st = &r->stages[s];
-		int nd = st->t * st->d, *devs = malloc((size_t)nd * sizeof *devs), nxt = s + 1;
+		int nd = st->t * st->d;
 
-		if (!devs)
-			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		for (int k = 0; k < nd; k++)
-			devs[k] = base + k;
 		/* data parallelism splits every micro-batch d ways along n
 		 * where it divides and every operator allows it, else the d
 		 * groups are round-robin replicas */
 		split = st->d > 1 && g->batch / N % st->d == 0;
 		for (int i = 0; i < g->nops && split; i++)
 			split = !in_stage(st, gid[i]) || (g->ops[i].split_mask & (1u << DIM_N));
-		out->stages[s].id = s;
-		out->stages[s].replicas = split ? 1 : st->d;
-		rc = plan_set_devices(&out->stages[s].devices, &out->stages[s].ndev, devs, nd);
-		if (!rc && s + 1 < r->nstages)
-			rc = plan_set_devices(&out->stages[s].next, &out->stages[s].nnext, &nxt, 1);
+		rc = plan_stage_range(out, s, base, nd, split ? 1 : st->d);
 		for (int i = 0; i < g->nops && !rc; i++) {
-			struct plan_op *po = &out->ops[i];
+			int deg[NDIMS] = { split ? st->d : 1, st->t, 1, 1, 1 };
 
 			if (!in_stage(st, gid[i]))
 				continue;
@@ -391,14 +384,11 @@ static int emit(const struct graph *g, const struct piper_inst *pi,
 					    g->ops[i].name, st->t);
 				break;
 			}
-			po->stage = s;
 			for (int q = 0; q < st->nnodes; q++)
-				po->recompute |= st->nodes[q] == gid[i] && recomputes(pi, st, q);
-			for (int d = 0; d < NDIMS; d++)
-				po->degree[d] = d == DIM_C ? st->t : d == DIM_N && split ? st->d : 1;
-			rc = plan_set_devices(&po->devices, &po->ndev, devs, split ? nd : st->t);
+				out->ops[i].recompute |= st->nodes[q] == gid[i] &&
+							 recomputes(pi, st, q);
+			rc = plan_place(out, i, s, deg, base);
 		}
-		free(devs);
 		base += nd;
 	}
 	return rc;
@@ -414,7 +404,7 @@ static int solve_own(const struct planner_input *in, int N, double budget_s, int
 	if (!rc)
 		rc = build(in, N, gid, ng, pi);
 	if (!rc)
-		rc = piper_solve(pi, (long)planner_real(in, "max-ideals"), budget_s, r);
+		rc = piper_solve(pi, planner_int(in, "max-ideals"), budget_s, r);
 	return rc;
 }
 
@@ -432,7 +422,7 @@ static int input_inst(const struct planner_input *in, struct piper_inst *pi)
 	for (int v = 0; v < pi->nnodes; v++) {
 		pi->nodes[v] = g->piper->nodes[v];
 		while (pi->nodes[v].ndeg > 1 &&
-		       pi->nodes[v].deg[pi->nodes[v].ndeg - 1].t > planner_real(in, "max-tp"))
+		       pi->nodes[v].deg[pi->nodes[v].ndeg - 1].t > planner_int(in, "max-tp"))
 			pi->nodes[v].ndeg--;
 	}
 	pi->max_devices = cluster_ndevices(in->c);
@@ -467,7 +457,7 @@ static int solve_best(const struct planner_input *in, int *gid, int *N, struct p
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	*N = 0;
 	*pairs = 0;
-	for (int n = planner_real(in, "microbatches") > 0 ? nmax : 1; n <= nmax && !rc; n++) {
+	for (int n = planner_int(in, "microbatches") > 0 ? nmax : 1; n <= nmax && !rc; n++) {
 		struct piper_inst ti = { 0 };
 		struct piper_result tr = { 0 };
 		struct timespec t1;
@@ -517,7 +507,7 @@ static int plan_piper(const struct planner_input *in, struct plan *out)
 		rc = input_inst(in, &pi);
 		N = pi.mbs;
 		if (!rc)
-			rc = piper_solve(&pi, (long)planner_real(in, "max-ideals"), in->budget_s, &r);
+			rc = piper_solve(&pi, planner_int(in, "max-ideals"), in->budget_s, &r);
 		pairs = r.pairs;
 	} else {
 		rc = solve_best(in, gid, &N, &pi, &r, &pairs);
@@ -530,8 +520,7 @@ static int plan_piper(const struct planner_input *in, struct plan *out)
 	for (int s = 0; s < r.nstages; s++)
 		for (int i = 0; i < r.stages[s].nnodes; i++)
 			recomputed += recomputes(&pi, &r.stages[s], i);
-	if (!rc)
-		rc = plan_set_stat(out, "planner_est_ms", 1e3 * r.tps * N);
+	out->est_ms = 1e3 * r.tps * N;
 	if (!rc)
 		rc = plan_set_stat(out, "tps_ms", 1e3 * r.tps);
 	if (!rc)

@@ -15,6 +15,7 @@
 
 #include "cluster.h"
 #include "graph.h"
+#include "instance.h"
 #include "plan.h"
 #include "profile.h"
 
@@ -59,6 +60,9 @@ struct planner_input {
 	int64_t per_device_batch;
 	uint64_t seed;
 	const struct planner_opts *opts; /* NULL: every option at its default */
+	/* The planner that runs (planner_run() and planner_seed() set it):
+	 * the table its options are read against. */
+	const struct planner *planner;
 };
 
 struct planner {
@@ -66,10 +70,20 @@ struct planner {
 	const char *description; /* one line */
 	const char *anchor;      /* the paper or rule it follows */
 	/* Fills stages, ops, schedule and micro-batches of out, which the
-	 * driver has sized with plan_alloc(). */
+	 * driver has sized for one stage (plan_alloc(out, in->g, 1), every
+	 * op on device 0); a planner of several stages sizes it again with
+	 * plan_alloc(out, in->g, n) and builds it with plan.h's plan_stage(),
+	 * plan_link()/plan_chain(), plan_place()/plan_op() and
+	 * plan_schedule().  Costs come from sim.h's sim_op_cost(), the
+	 * simulator's own lookup, and whole plans from sim_run(). */
 	int (*plan)(const struct planner_input *in, struct plan *out);
 	const struct planner_option *options; /* ended by a NULL name; may be NULL */
 };
+
+/* The input of a search on instance x (its graph, profile, cluster and
+ * per-device batch), with budget, seed and options (NULL: the defaults). */
+struct planner_input planner_input_of(const struct instance *x, double budget_s,
+				      uint64_t seed, const struct planner_opts *opts);
 
 extern const struct planner *const planners[];
 extern const int nplanners;
@@ -89,10 +103,13 @@ void planner_spec(const struct planner *pl, const struct planner_opts *o, char *
 		  size_t len);
 /* Fills what o lacks with the defaults of pl's table (flags stay unset). */
 void planner_opts_complete(const struct planner *pl, struct planner_opts *o);
-/* The value of a declared option of the running planner. */
-const char *planner_opt(const struct planner_input *in, const char *name);
+/* The running planner's options, by their type in its table: given or
+ * the default.  Reading a name the table does not declare with that type
+ * is a bug of the planner: it aborts with a message naming both. */
 int planner_flag(const struct planner_input *in, const char *name);
+int planner_int(const struct planner_input *in, const char *name);
 double planner_real(const struct planner_input *in, const char *name);
+const char *planner_choice(const struct planner_input *in, const char *name);
 
 /* The driver: sizes out for in->g, completes in->opts with pl's defaults,
  * runs pl timed, records the names of the inputs (profile_name is the
@@ -104,17 +121,16 @@ double planner_real(const struct planner_input *in, const char *name);
  * as a warning with the numbers, whichever planner made it. */
 int planner_run(const struct planner *pl, const struct planner_input *in,
 		const char *profile_name, struct plan *out);
+/* The planner alone, as a planner or test that starts from another's plan
+ * calls it: out sized for one stage, in's options (NULL: the defaults)
+ * completed; no timing, names, validation or prediction. */
+int planner_seed(const struct planner *pl, const struct planner_input *in,
+		 struct plan *out);
 
 /* Helpers every planner may use. */
 
 /* Largest divisor of n that is at most cap (at least 1). */
 int64_t largest_divisor(int64_t n, int64_t cap);
 
-/* Puts op i on devices first..first+degree product-1 with the given
- * degrees (indexed by dim kind) in stage `stage`. */
-int plan_place(struct plan *p, int i, int stage, const int degree[NDIMS], int first);
-
-/* One stage over devices 0..ndev-1 with the given schedule. */
-int plan_one_stage(struct plan *p, int ndev, enum sched_kind sched, int microbatches);
 
 #endif

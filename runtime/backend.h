@@ -136,9 +136,11 @@ struct backend {
 };
 
 extern const struct backend backend_cpu;
-/* CUDA: cuDNN, cuBLAS and own kernels (cuda_*.cu); in a build without
- * CUDA its init() says "not built with CUDA" (cuda_stub.c). */
-extern const struct backend backend_cuda;
+/* CUDA: cuDNN, cuBLAS and own kernels (cuda_*.cu) in libautopar-cuda.so.
+ * Until its init() loads that object (cuda_entry.c) it holds only name,
+ * init and describe; init then fills it with the object's table, or
+ * says why it cannot ("not built with CUDA", the object missing). */
+extern struct backend backend_cuda;
 
 /* The backend named name ("cpu", "cuda"), or NULL. */
 const struct backend *backend_find(const char *name);

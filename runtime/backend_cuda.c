@@ -6,10 +6,16 @@
  * and memory (cuda_mem.cu), filled into the backend table of backend.h.
  * One process drives one GPU; every call is queued on one stream, in the
  * executor's order.
+ *
+ * The backend is part of libautopar-cuda.so, with the NCCL transport and
+ * its benchmark where NCCL is built (AUTOPAR_NCCL); this file fills the
+ * one table the object exports (cuda_load.h), the only symbol it shows
+ * the binary (built with -fvisibility=hidden).
  */
 #include "cuda_kern.h"
+#include "cuda_load.h"
 
-const struct backend backend_cuda = {
+static const struct backend backend = {
 	.name = "cuda",
 	.ops = {
 		[OP_CONV2D] = &cuda_conv2d,
@@ -50,4 +56,14 @@ const struct backend backend_cuda = {
 	.timer_stop = cuda_timer_stop,
 	.init = cuda_init,
 	.describe = cuda_describe,
+};
+
+__attribute__((visibility("default"))) const struct cuda_plugin autopar_cuda_plugin = {
+	.abi = CUDA_PLUGIN_ABI,
+	.backend = &backend,
+	.gpu_properties = cuda_properties,
+#ifdef AUTOPAR_NCCL
+	.transport_nccl_init = transport_nccl_init,
+	.comm_bench = comm_bench,
+#endif
 };

@@ -16,20 +16,18 @@ int check_reference_plan(const struct graph *g, const struct plan *p, struct pla
 
 	st = plan_alloc(ref, g, async ? p->nstages : 1);
 	for (int k = 0; k < ref->nstages && !st; k++) {
-		st = plan_set_devices(&ref->stages[k].devices, &ref->stages[k].ndev, &dev0, 1);
-		if (!st && async) {
+		st = plan_stage(ref, k, &dev0, 1, 0);
+		if (async)
 			ref->stages[k].id = p->stages[k].id;
-			st = plan_set_devices(&ref->stages[k].next, &ref->stages[k].nnext,
-					      p->stages[k].next, p->stages[k].nnext);
-		}
+		for (int e = 0; async && e < p->stages[k].nnext && !st; e++)
+			st = plan_link(ref, k, p->stages[k].next[e]);
 	}
 	if (st)
 		return st;
 	snprintf(ref->cluster, sizeof ref->cluster, "%s", p->cluster);
 	snprintf(ref->planner, sizeof ref->planner, "single");
 	if (async) {
-		ref->sched = p->sched;
-		ref->microbatches = p->microbatches;
+		plan_schedule(ref, p->sched, p->microbatches);
 		for (int i = 0; i < g->nops; i++)
 			ref->ops[i].stage = p->ops[i].stage;
 	}

@@ -2,7 +2,7 @@
  * Shared by the CUDA backend's .cu files: the process's device context
  * (one compute stream that every kernel, cuBLAS and cuDNN call is queued
  * on, so the executor's order is the device's order), one error macro per
- * library (CONVENTIONS 4: file:line and the library's message, then an
+ * library (docs/conventions.md, rule 4: file:line and the library's message, then an
  * error status up) and launch helpers.
  */
 #ifndef AUTOPAR_CUDA_CTX_CUH

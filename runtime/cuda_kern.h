@@ -3,7 +3,8 @@
  * and the memory, GEMM and optimizer entry points backend_cuda.c puts
  * into the backend table.  A C header, so backend_cuda.c (C) and the
  * .cu files (CUDA C++) agree on one set of names.  Not an interface:
- * only runtime/cuda_*.cu, backend_cuda.c and the kernel tests include it.
+ * only runtime/cuda_*.cu and backend_cuda.c, inside libautopar-cuda.so,
+ * include it.
  */
 #ifndef AUTOPAR_CUDA_KERN_H
 #define AUTOPAR_CUDA_KERN_H
@@ -34,6 +35,8 @@ void cuda_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
 /* cuda_mem.cu: the device, its stream and library handles, memory */
 int cuda_init(void);
 const char *cuda_describe(void);
+/* as gpu.h's gpu_properties */
+int cuda_properties(int dev, char *name, size_t len, long long *mem_bytes);
 void *cuda_alloc(size_t bytes);
 void cuda_release(void *p);
 int cuda_upload(void *dst, const void *host, size_t bytes);

@@ -5,7 +5,7 @@
  * executor needs to move data itself: uploads, downloads, fills, the
  * strided region copies of every gather and gradient sum, and the
  * optimizer's element-wise updates; for the profiler, a timer of CUDA
- * events and an L2 eviction.
+ * events, an L2 eviction and the device's name and memory.
  *
  * cuBLAS runs in its default math (no TF32) and cuDNN in FMA math, so
  * results match the CPU backend to float32 round-off, which --check and
@@ -77,6 +77,18 @@ extern "C" int cuda_init(void)
 extern "C" const char *cuda_describe(void)
 {
 	return cuda_ctx.ready ? cuda_ctx.what : "CUDA (not initialised)";
+}
+
+extern "C" int cuda_properties(int dev, char *name, size_t len, long long *mem_bytes)
+{
+	cudaDeviceProp p;
+	cudaError_t e = cudaGetDeviceProperties(&p, dev);
+
+	if (e != cudaSuccess)
+		return ap_err(AP_EFAIL, "cuda", 0, "device %d: %s", dev, cudaGetErrorString(e));
+	snprintf(name, len, "%s", p.name);
+	*mem_bytes = (long long)p.totalGlobalMem;
+	return AP_OK;
 }
 
 extern "C" void *cuda_alloc(size_t bytes)

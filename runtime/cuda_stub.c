@@ -1,24 +1,34 @@
 /*
- * The CUDA backend of a build without CUDA or cuDNN (CONVENTIONS 3): they link, and say "not built with CUDA" when asked to
- * run, so no caller needs an #ifdef.
+ * The CUDA loader of a build without CUDA or cuDNN (docs/conventions.md, rule 3): in
+ * place of cuda_load.c, it has no object to load and says so, and the
+ * entry points of cuda_entry.c report that as they report an object they
+ * cannot load, so no caller needs an #ifdef.
  */
-#include <stddef.h>
+#include <stdio.h>
 
-#include "backend.h"
-#include "err.h"
+#include "cuda_load.h"
+#include "gpu.h"
 
-static int not_built(void)
+#define NOT_BUILT "not built with CUDA"
+
+const struct cuda_plugin *cuda_load(const char **why)
 {
-	return ap_err(AP_EINPUT, "cuda", 0, "not built with CUDA (expected nvcc and cuDNN under CUDA_HOME at build time)");
+	*why = NOT_BUILT " (expected nvcc and cuDNN under CUDA_HOME at build time)";
+	return NULL;
 }
 
-static const char *describe(void)
+int gpu_built(void)
 {
-	return "not built with CUDA";
+	return 0;
 }
 
-const struct backend backend_cuda = {
-	.name = "cuda",
-	.init = not_built,
-	.describe = describe,
-};
+int gpu_count(char *why, size_t len)
+{
+	snprintf(why, len, NOT_BUILT);
+	return -1;
+}
+
+const char *gpu_versions(void)
+{
+	return NOT_BUILT;
+}

@@ -1,5 +1,5 @@
 /*
- * The executor of the runtime (DESIGN section 7): one rank's part of a
+ * The executor of the runtime (docs/runtime.md): one rank's part of a
  * plan, run step by step.  exec_create() derives from the plan what this
  * rank holds (exec_layout.c): its shard of every operator it runs, with
  * its parameter slice, the regions of inputs it gathers, the transfers it
@@ -29,9 +29,9 @@
  * those k updates have been applied, so the current weights are the
  * version the forward predicted.  This is SpecTrain's scheme (Chen et
  * al., 2018): one prediction buffer per shard instead of a version per
- * micro-batch in flight.  A CPU rank runs a slot's forward and backward
- * one after the other, in the schedule's order, which is what the two
- * concurrent streams compute.
+ * micro-batch in flight.  A rank runs a slot's forward and backward on two
+ * threads (exec_opts.serial: one after the other, in the schedule's
+ * order), as two concurrent streams would.
  *
  * Round-robin replicas (plan.h, PipeDream's replicated stages): replica
  * g of a stage runs the shards of replica 0 on its own devices, for the

@@ -181,6 +181,21 @@ int exec_async_slice(struct exec *e, int64_t step);
 /* exec_layout.c */
 int exec_layout(struct exec *e);
 void exec_layout_release(struct exec *e);
+/* The rank running, in replica g of its stage, what shard k of op i runs
+ * in replica 0; the round-robin replicas of op i's stage (at least 1). */
+int exec_replica_rank(const struct plan *p, int i, int k, int g);
+int exec_op_replicas(const struct plan *p, int i);
+
+/* exec_support.c: why op i, a linear tied to an embedding's weight,
+ * cannot run under p, reported with ap_err (naming path, which may be
+ * NULL) as AP_EINPUT; AP_OK when it can or is not tied. */
+int exec_tie_check(const struct graph *g, const struct plan *p, int i, const char *path);
+
+/* exec_groups.c: the replica groups of this rank's shards (gid), then the
+ * c-groups of its c-split attentions (cg.gid); collective, after the
+ * shards are set up. */
+int exec_groups_setup(struct exec *e);
+int exec_cgroups_setup(struct exec *e);
 
 /* The region shard k of op i owns, for one micro-batch of mb_n samples;
  * its coordinates along every dim into coord (may be NULL). */

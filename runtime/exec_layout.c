@@ -1,19 +1,21 @@
 /*
- * What a plan makes for one rank (exec_impl.h): which splits the runtime
- * can execute, this rank's shards with their parameter slices and
- * buffers, the pieces each shard gathers of its inputs, the transfers
- * between ranks, the replica groups, and the order of the schedule.
+ * What a plan makes for one rank (exec_impl.h): this rank's shards with
+ * their parameter slices and buffers, the pieces each shard gathers of its
+ * inputs, the transfers between ranks, and the order of the schedule.
+ * Which splits the runtime can execute is exec_support.c's, the replica
+ * groups exec_groups.c's.
  *
  * Regions follow the simulator (core/sim_layout.c): shard k of an op owns
  * [i*S/D, (i+1)*S/D) of every dim of its output, i its coordinate in
  * row-major order over n, c, h, w, l; a consumer shard needs its own
  * fraction of the input dims that follow its split (op_input_follows())
  * and the whole of every other dim, and gets each overlapping piece from
- * the producer shard that owns it.  Two needs the simulator leaves out
- * are gathered here: the halo of a conv2d or pool split along h or w (the
- * rows its windows read beyond its share) and the whole keys and values
- * of attention split along l.  Such pieces overlap between consumer
- * shards; their gradients add up at the producer.
+ * the producer shard that owns it.  What a shard needs beyond its share
+ * is op_input_need()'s, which the simulator prices too: the halo of a
+ * conv2d or pool split along h or w (the rows its windows read beyond its
+ * share) and the whole keys and values of attention split along l.  Such
+ * pieces overlap between consumer shards; their gradients add up at the
+ * producer.
  */
 #include "exec_impl.h"
 
@@ -24,9 +26,6 @@
 #include "grow.h"
 #include "intmath.h"
 #include "params.h"
-#include "profiler.h"
-
-#define BIT(d) (1u << (d))
 
 /* The index in p->stages of stage id `id`. */
 static int stage_index(const struct plan *p, int id)
@@ -37,16 +36,14 @@ static int stage_index(const struct plan *p, int id)
 	return 0; /* validated plans name their stages */
 }
 
-/* The rank running, in replica g of its stage, what shard k of op i runs
- * in replica 0. */
-static int replica_rank(const struct plan *p, int i, int k, int g)
+int exec_replica_rank(const struct plan *p, int i, int k, int g)
 {
 	int s = stage_index(p, p->ops[i].stage), d = p->ops[i].devices[k];
 
 	return g ? plan_replica_device(p, s, d, g) : d;
 }
 
-static int op_replicas(const struct plan *p, int i)
+int exec_op_replicas(const struct plan *p, int i)
 {
 	return plan_stage_replicas(p, stage_index(p, p->ops[i].stage));
 }
@@ -56,220 +53,11 @@ int exec_ranks(const struct plan *p)
 	int n = 1;
 
 	for (int i = 0; i < p->nops; i++)
-		for (int g = 0; g < op_replicas(p, i); g++)
+		for (int g = 0; g < exec_op_replicas(p, i); g++)
 			for (int k = 0; k < p->ops[i].ndev; k++)
-				if (replica_rank(p, i, k, g) + 1 > n)
-					n = replica_rank(p, i, k, g) + 1;
+				if (exec_replica_rank(p, i, k, g) + 1 > n)
+					n = exec_replica_rank(p, i, k, g) + 1;
 	return n;
-}
-
-/* The dims along which the runtime can split op (beyond what the plan
- * validator allows): n always; c where a shard's output channels need its
- * slice of the parameters only (a c-split attention runs its heads and
- * exchanges their context, cpu_attn.c); h and w of windows (the halo is
- * gathered); l of attention (whole keys and values). */
-static unsigned runnable_dims(const struct op *op)
-{
-	unsigned all = (1u << NDIMS) - 1;
-
-	switch (op->kind) {
-	case OP_INPUT:
-	case OP_RELU:
-	case OP_GELU:
-	case OP_TANH:
-	case OP_SIGMOID:
-	case OP_ADD:
-	case OP_MUL:
-	case OP_DROPOUT:
-		return all;
-	case OP_LINEAR: /* Krizhevsky's model parallelism: output features */
-		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L);
-	case OP_CONV2D:
-		return BIT(DIM_N) | BIT(DIM_H) | BIT(DIM_W) | (op->a.groups == 1 ? BIT(DIM_C) : 0);
-	case OP_MAXPOOL:
-	case OP_AVGPOOL:
-		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_H) | BIT(DIM_W);
-	case OP_ADAPTIVE_AVGPOOL:
-	case OP_EMBEDDING:
-		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L);
-	case OP_ATTENTION:
-		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L);
-	case OP_CONCAT:
-		return all;
-	case OP_LAYERNORM:
-	case OP_SOFTMAX:
-	case OP_LOSS:
-		return op->split_mask; /* never the dim they normalise over */
-	default:
-		return BIT(DIM_N);
-	}
-}
-
-/* The first dim along which op cannot be split as degree asks on be,
- * or -1. */
-static int unrunnable_dim(const struct backend *be, const struct op *op,
-			  const int degree[NDIMS])
-{
-	unsigned ok = runnable_dims(op);
-
-	if (!be->window_splits && (op->kind == OP_CONV2D || op->kind == OP_MAXPOOL ||
-				   op->kind == OP_AVGPOOL))
-		ok &= ~(BIT(DIM_H) | BIT(DIM_W));
-
-	for (int d = 0; d < NDIMS; d++)
-		if (degree[d] > 1 && !(ok & BIT(d)))
-			return d;
-	/* a c-split attention shard runs whole heads */
-	if (op->kind == OP_ATTENTION && op->a.heads % degree[DIM_C])
-		return DIM_C;
-	return -1;
-}
-
-int exec_can_split(const struct backend *be, const struct graph *g, int i,
-		   const int degree[NDIMS])
-{
-	return unrunnable_dim(be, &g->ops[i], degree) < 0;
-}
-
-/* Whether `a`'s devices are all among `b`'s. */
-static int devices_within(const struct plan_op *a, const struct plan_op *b)
-{
-	for (int k = 0; k < a->ndev; k++) {
-		int found = 0;
-
-		for (int q = 0; q < b->ndev && !found; q++)
-			found = a->devices[k] == b->devices[q];
-		if (!found)
-			return 0;
-	}
-	return 1;
-}
-
-/* Why op i, a linear tied to an embedding's weight, cannot run under p
- * (what the runtime requires, to follow "runs a tied pair only"), or
- * NULL when it can or is not tied.  The table [vocab][out] is the
- * linear's W[out][in] as it is (params.h), so the linear runs with the
- * embedding's buffer: every shard of both must hold the whole table
- * (neither split along c) on the same ranks, where the two backwards add
- * into one gradient, summed over the replicas once and applied once; a
- * bias of its own would not follow the table in memory, and the
- * asynchronous schedules keep or predict weight versions per shard. */
-static const char *tie_refusal(const struct graph *g, const struct plan *p, int i)
-{
-	const struct op *op = &g->ops[i];
-	const struct plan_op *a, *b;
-
-	if (op->kind != OP_LINEAR || op->a.tie < 0)
-		return NULL;
-	a = &p->ops[i];
-	b = &p->ops[op->a.tie];
-	if (op->a.bias)
-		return "without a bias (bias=0)";
-	if (sched_async(p->sched))
-		return "under a synchronous schedule (gpipe or 1f1b)";
-	if (a->degree[DIM_C] > 1 || b->degree[DIM_C] > 1)
-		return "when neither is split along 'c' (each shard holds the whole weight)";
-	if (!devices_within(a, b) || !devices_within(b, a))
-		return "when both run on the same ranks";
-	/* then every replica of both runs on the same ranks too */
-	if (a->stage != b->stage && (op_replicas(p, i) > 1 || op_replicas(p, op->a.tie) > 1))
-		return "in one stage when their stages have round-robin replicas";
-	return NULL;
-}
-
-/* ap_err with tie_refusal()'s reason, or AP_OK. */
-static int tie_check(const struct graph *g, const struct plan *p, int i, const char *path)
-{
-	const char *why = tie_refusal(g, p, i);
-
-	if (!why)
-		return AP_OK;
-	return ap_err(AP_EINPUT, path, 0,
-		      "operator '%s' (linear) ties its weight to '%s': the runtime runs "
-		      "a tied pair only %s", g->ops[i].name, g->ops[g->ops[i].a.tie].name, why);
-}
-
-int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
-		   const char *path)
-{
-	/* The replicas of a stage update in rounds of one micro-batch each
-	 * (exec.h): rounds of the stream that fit the steps' micro-batches,
-	 * and versions that follow from the order of the items, not from
-	 * predictions over a count of updates. */
-	for (int s = 0; s < p->nstages && sched_async(p->sched); s++) {
-		int r = plan_stage_replicas(p, s);
-
-		if (r > 1 && p->sched == SCHED_ASYNC_PREDICT)
-			return ap_err(AP_EINPUT, path, 0,
-				      "stage %d has %d round-robin replicas: not executable "
-				      "by the runtime under async-predict yet (it runs them "
-				      "under gpipe, 1f1b and 1f1b-async)", p->stages[s].id, r);
-		if (p->microbatches % r)
-			return ap_err(AP_EINPUT, path, 0,
-				      "stage %d has %d round-robin replicas, which do not divide "
-				      "the %d micro-batches: under %s the runtime updates a "
-				      "replicated stage once per round of %d micro-batches, "
-				      "and a step must hold whole rounds", p->stages[s].id, r,
-				      p->microbatches, sched_name(p->sched), r);
-	}
-	for (int i = 0; i < g->nops && p->sched == SCHED_ASYNC_PREDICT; i++)
-		if (p->ops[i].recompute)
-			return ap_err(AP_EINPUT, path, 0,
-				      "operator '%s' recomputes: not executable by the runtime "
-				      "under async-predict, whose forwards run beside backwards "
-				      "(it runs recomputation under gpipe, 1f1b and 1f1b-async)",
-				      g->ops[i].name);
-	for (int s = 0; s < p->nstages; s++)
-		if (plan_stage_microbatches(p, s) != p->microbatches)
-			return ap_err(AP_EINPUT, path, 0,
-				      "stage %d runs %d micro-batches where the schedule has %d: "
-				      "stages of different micro-batch sizes are not executable "
-				      "by the runtime yet", p->stages[s].id,
-				      plan_stage_microbatches(p, s), p->microbatches);
-	for (int i = 0; i < g->nops; i++) {
-		const struct op *op = &g->ops[i];
-		int d;
-
-		if (op->imported || op->kind == OP_OPAQUE)
-			return ap_err(AP_EINPUT, path, 0,
-				      "operator '%s' (%s) has measured costs only: the runtime "
-				      "cannot execute it", op->name, op_kind_name(op->kind));
-		if (op->kind != OP_INPUT && !be->ops[op->kind])
-			return ap_err(AP_EINPUT, path, 0,
-				      "operator '%s' (%s) is not implemented by the %s backend",
-				      op->name, op_kind_name(op->kind), be->name);
-		if (op->nin > KERN_MAX_IN)
-			return ap_err(AP_EINPUT, path, 0,
-				      "operator '%s' has %d inputs; the runtime runs at most %d",
-				      op->name, op->nin, KERN_MAX_IN);
-		if (tie_check(g, p, i, path))
-			return AP_EINPUT;
-		if (op->kind == OP_LINEAR) {
-			const struct shape *x = &g->ops[op->in[0]].out;
-
-			if (x->kind[x->rank - 1] != DIM_C)
-				return ap_err(AP_EINPUT, path, 0,
-					      "operator '%s' (linear): its input's features must "
-					      "be the last dim to be run", op->name);
-		}
-		d = unrunnable_dim(be, op, p->ops[i].degree);
-		if (d >= 0 && op->kind == OP_ATTENTION && d == DIM_C)
-			return ap_err(AP_EINPUT, path, 0,
-				      "operator '%s' (attention) split %d ways along 'c': not "
-				      "executable by the runtime yet (a shard runs whole heads, "
-				      "and %d heads do not divide so)", op->name,
-				      p->ops[i].degree[DIM_C], op->a.heads);
-		if (d >= 0)
-			return ap_err(AP_EINPUT, path, 0,
-				      "operator '%s' (%s) split along '%s': not executable "
-				      "by the runtime yet (it splits every operator along n, "
-				      "linear, conv2d and attention along their output "
-				      "channels, conv2d and pools along h and w, attention "
-				      "along l, element-wise operators and concat along any "
-				      "dim)",
-				      op->name, op_kind_name(op->kind), dim_name(d));
-	}
-	return AP_OK;
 }
 
 void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k,
@@ -402,14 +190,15 @@ static int connect(struct exec *e, int c, int kk)
 	const struct plan_op *pc = &e->p->ops[c];
 	int pi = e->g->ops[c].in[kk], me = e->t->rank;
 	const struct plan_op *pp = &e->p->ops[pi];
-	int rc = op_replicas(e->p, c), rp = op_replicas(e->p, pi), gg = (int)gcd64(rc, rp);
+	int rc = exec_op_replicas(e->p, c), rp = exec_op_replicas(e->p, pi);
+	int gg = (int)gcd64(rc, rp);
 
 	for (int k = 0; k < pc->ndev; k++) {
 		struct region need;
 
 		need_region(e, c, k, kk, &need);
 		for (int gc = 0; gc < rc; gc++) {
-			int crank = replica_rank(e->p, c, k, gc);
+			int crank = exec_replica_rank(e->p, c, k, gc);
 
 			if (crank == me)
 				e->sh[e->mine[c]].inreg[kk] = need;
@@ -417,7 +206,8 @@ static int connect(struct exec *e, int c, int kk)
 				for (int kp = 0; kp < pp->ndev; kp++) {
 					struct region own;
 					struct src x = { .op = pi, .k = kp,
-							 .rank = replica_rank(e->p, pi, kp, gp),
+							 .rank = exec_replica_rank(e->p, pi,
+										   kp, gp),
 							 .rep = gp, .nrep = rp, .xfer = -1 };
 
 					exec_shard_region(e->g, e->p, pi, kp, e->mb_n, &own, NULL);
@@ -572,7 +362,7 @@ static int params_setup(struct exec *e, struct rshard *s)
 }
 
 /* Tied linears run with the embedding's weight, gradient and weight
- * versions (tie_refusal() says why they can); it applies the update. */
+ * versions (exec_support.c says why they can); it applies the update. */
 static int ties_setup(struct exec *e)
 {
 	for (int q = 0; q < e->nsh; q++) {
@@ -581,7 +371,7 @@ static int ties_setup(struct exec *e)
 
 		if (op->kind != OP_LINEAR || op->a.tie < 0)
 			continue;
-		if (tie_check(e->g, e->p, s->op, NULL))
+		if (exec_tie_check(e->g, e->p, s->op, NULL))
 			return AP_EINPUT;
 		s->tied = e->mine[op->a.tie];
 		o = &e->sh[s->tied];
@@ -630,140 +420,13 @@ static int data_setup(struct exec *e, struct rshard *s)
 	return AP_OK;
 }
 
-/* The ranks of op i's shards of c index ci, every round-robin replica's,
- * into ranks; their number. */
-static int group_members(const struct exec *e, int i, int ci, int *ranks)
-{
-	const struct plan_op *po = &e->p->ops[i];
-	int n = 0;
-
-	for (int gr = 0; gr < op_replicas(e->p, i); gr++)
-		for (int k = 0; k < po->ndev; k++) {
-			int coord[NDIMS];
-			struct region r;
-
-			exec_shard_region(e->g, e->p, i, k, e->mb_n, &r, coord);
-			if (coord[DIM_C] == ci)
-				ranks[n++] = replica_rank(e->p, i, k, gr);
-		}
-	return n;
-}
-
-/* Whether ops a and b, with the same members, may share a group: its
- * all-reduces must come in one order on every member.  Under
- * asynchronous 1F1B a round-robin stage's replicas reach their rounds at
- * different items, so its group is its stage's own. */
-static int may_share(const struct exec *e, int a, int b)
-{
-	if (!e->async || e->stage_of[a] == e->stage_of[b])
-		return 1;
-	return op_replicas(e->p, a) == 1 && op_replicas(e->p, b) == 1;
-}
-
-/* Replica groups: the shards of an op with the same c index (of every
- * round-robin replica) hold the same parameters and sum their gradients.
- * Every rank creates the same groups in the same order; ops with the
- * same member list share one. */
-static int groups_setup(struct exec *e)
-{
-	const struct plan *p = e->p;
-	int nr = exec_ranks(p);
-	int *ranks = malloc((size_t)nr * sizeof *ranks);
-	int *other = malloc((size_t)nr * sizeof *other);
-	int (*seen)[2] = NULL, nseen = 0, cap = 0, st = AP_OK; /* (op, cidx) -> gid */
-	int *seen_gid = NULL;
-
-	if (!ranks || !other) {
-		free(ranks);
-		free(other);
-		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-	}
-	for (int i = 0; i < e->g->nops && !st; i++) {
-		const struct plan_op *po = &p->ops[i];
-		int dc = po->degree[DIM_C];
-
-		if (e->g->ops[i].params <= 0 || po->ndev * op_replicas(p, i) == dc)
-			continue;
-		for (int ci = 0; ci < dc && !st; ci++) {
-			int n = group_members(e, i, ci, ranks), gid = -1, found = -1;
-
-			/* the same member list as an earlier group: reuse it */
-			for (int q = 0; q < nseen && found < 0; q++)
-				if (may_share(e, seen[q][0], i) &&
-				    group_members(e, seen[q][0], seen[q][1], other) == n &&
-				    !memcmp(ranks, other, (size_t)n * sizeof *ranks))
-					found = q;
-			if (found >= 0) {
-				gid = seen_gid[found];
-			} else {
-				st = e->t->ops->group(e->t, ranks, n, &gid);
-				if (!st && (grow(&seen, nseen, &cap, sizeof *seen, 8) ||
-					    !(seen_gid = realloc(seen_gid, (size_t)cap * sizeof *seen_gid))))
-					st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
-				if (!st) {
-					seen[nseen][0] = i;
-					seen[nseen][1] = ci;
-					seen_gid[nseen++] = gid;
-				}
-			}
-			if (!st && e->mine[i] >= 0 && e->sh[e->mine[i]].cidx == ci)
-				e->sh[e->mine[i]].gid = gid;
-		}
-	}
-	free(ranks);
-	free(other);
-	free(seen);
-	free(seen_gid);
-	return st;
-}
-
-/* c-groups: the shards of a c-split attention with the same coordinates
- * but c exchange their heads' context (cpu_attn.c).  Every rank creates
- * them in the same order, after the replica groups. */
-static int cgroups_setup(struct exec *e)
-{
-	const struct plan *p = e->p;
-	int *ranks = malloc((size_t)exec_ranks(p) * sizeof *ranks), st = AP_OK;
-
-	if (!ranks)
-		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-	for (int i = 0; i < e->g->nops && !st; i++) {
-		const struct plan_op *po = &p->ops[i];
-		int dc = po->degree[DIM_C], stride = 1;
-
-		if (e->g->ops[i].kind != OP_ATTENTION || dc < 2)
-			continue;
-		for (int d = DIM_C + 1; d < NDIMS; d++)
-			stride *= po->degree[d];
-		/* the first member of each group: c coordinate 0; one group
-		 * per round-robin replica */
-		for (int gr = 0; gr < op_replicas(p, i) && !st; gr++)
-			for (int k = 0; k < po->ndev && !st; k++) {
-				const struct rshard *s = e->mine[i] >= 0 ? &e->sh[e->mine[i]] : NULL;
-				int gid, mine = -1;
-
-				if (k / stride % dc)
-					continue;
-				for (int ci = 0; ci < dc; ci++) {
-					ranks[ci] = replica_rank(p, i, k + ci * stride, gr);
-					if (s && s->rep == gr && s->k == k + ci * stride)
-						mine = ci;
-				}
-				st = e->t->ops->group(e->t, ranks, dc, &gid);
-				if (!st && mine >= 0)
-					e->sh[e->mine[i]].cg.gid = gid;
-			}
-	}
-	free(ranks);
-	return st;
-}
-
-/* Stage depths (longest path along `next`) and the order of the items. */
+/* Stage depths (sched_stage_depths(), the simulator's) and the order of
+ * the items. */
 static int order_setup(struct exec *e)
 {
 	const struct plan *p = e->p;
 	int n = p->nstages, *depth = calloc((size_t)n, sizeof *depth);
-	int *pos = malloc((size_t)n * sizeof *pos), np = 0;
+	int *pos = malloc((size_t)n * sizeof *pos), np = 0, depth_max, st;
 
 	e->depth = depth;
 	if (!depth || !pos || !NEW(e, e->items, 2 * n * e->m) ||
@@ -772,21 +435,16 @@ static int order_setup(struct exec *e)
 		free(pos);
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
+	st = sched_stage_depths(p, depth, &depth_max);
+	if (st) {
+		free(pos);
+		return st;
+	}
 	for (int k = 0; k < n; k++)
 		pos[p->stages[k].id] = k;
-	for (int pass = 0; pass < n; pass++)
-		for (int k = 0; k < n; k++)
-			for (int x = 0; x < p->stages[k].nnext; x++) {
-				int t = pos[p->stages[k].next[x]];
-
-				if (depth[t] < depth[k] + 1)
-					depth[t] = depth[k] + 1;
-			}
 	sched_order(p->sched, n, depth, e->m, e->items);
 	e->nitems = 2 * n * e->m;
-	e->K = 1;
-	for (int k = 0; k < n; k++)
-		e->K = depth[k] + 1 > e->K ? depth[k] + 1 : e->K;
+	e->K = depth_max + 1;
 	/* async: a stage has at most K micro-batches in flight (1F1B's
 	 * warm-up plus one; async-predict 2K), and a step's slice touches
 	 * m + 3K of them */
@@ -863,9 +521,9 @@ int exec_layout(struct exec *e)
 	 * distinct) */
 	for (int i = 0; i < g->nops; i++) {
 		e->mine[i] = -1;
-		for (int gr = 0; gr < op_replicas(p, i); gr++)
+		for (int gr = 0; gr < exec_op_replicas(p, i); gr++)
 			for (int k = 0; k < p->ops[i].ndev; k++)
-				if (replica_rank(p, i, k, gr) == me)
+				if (exec_replica_rank(p, i, k, gr) == me)
 					e->mine[i] = e->nsh++;
 	}
 	if (!NEW(e, e->sh, e->nsh ? e->nsh : 1))
@@ -883,14 +541,14 @@ int exec_layout(struct exec *e)
 		s->cg.gid = -1;
 		s->red = -1;
 		s->stage = e->stage_of[i];
-		s->nrep = op_replicas(p, i);
+		s->nrep = exec_op_replicas(p, i);
 		s->round = 1;
 		if (e->async)
 			s->round = plan_stage_replicas(e->o.rounds_of ? e->o.rounds_of : p,
 						       s->stage);
 		for (int gr = 0; gr < s->nrep; gr++)
 			for (int k = 0; k < p->ops[i].ndev; k++)
-				if (replica_rank(p, i, k, gr) == me) {
+				if (exec_replica_rank(p, i, k, gr) == me) {
 					s->k = k;
 					s->rep = gr;
 				}
@@ -911,9 +569,9 @@ int exec_layout(struct exec *e)
 	if (!st)
 		st = ties_setup(e);
 	if (!st)
-		st = groups_setup(e);
+		st = exec_groups_setup(e);
 	if (!st)
-		st = cgroups_setup(e);
+		st = exec_cgroups_setup(e);
 	if (!st)
 		st = xfer_setup(e);
 	return st;

@@ -1,8 +1,8 @@
 /*
  * Starting the ranks of `autopar run`: outside an MPI job the command
  * runs itself under mpirun with one process per device of the plan, and
- * stays to supervise the job (watch.h); allowing root and more ranks than cores (Open MPI refuses both by
- * default, DESIGN section 7).  A multi-node job is the same command run
+ * stays to supervise the job (watch.h); allowing root and more ranks than
+ * cores (Open MPI refuses both by default, docs/runtime.md).  A multi-node job is the same command run
  * under mpirun with a hostfile, which this leaves alone.
  */
 #ifndef AUTOPAR_LAUNCH_H

@@ -1,5 +1,5 @@
 /*
- * NCCL's error macro (CONVENTIONS 4) for the files that call NCCL: the
+ * NCCL's error macro (docs/conventions.md, rule 4) for the files that call NCCL: the
  * transport and the bandwidth benchmark.
  */
 #ifndef AUTOPAR_NCCL_CHECK_CUH

@@ -1,5 +1,5 @@
 /*
- * How ranks talk (DESIGN section 7): point-to-point transfers of tensor
+ * How ranks talk (docs/runtime.md): point-to-point transfers of tensor
  * regions, all-reduces of gradients inside replica groups, and the few
  * whole-job reductions the driver needs.  A transport fills `struct
  * transport_ops`; transport_mpi.c is Open MPI (send/recv and all-reduce on

@@ -629,8 +629,3 @@ extern "C" int transport_nccl_init(struct transport *t, struct transport *inner,
 	}
 	return AP_OK;
 }
-
-extern "C" int transport_nccl_built(void)
-{
-	return 1;
-}

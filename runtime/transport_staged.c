@@ -7,8 +7,9 @@
  * copied back up when it completes (wait_one or wait).  Non-blocking as
  * the inner transport's: a rank that blocked in an all-reduce could not
  * send what another member of the group waits for before it reaches the
- * same all-reduce (round-robin replicas under 1f1b-async).  This is how multi-rank plans run where NCCL cannot
- * (several ranks on one GPU, DESIGN section 7), and how the NCCL
+ * same all-reduce (round-robin replicas under 1f1b-async).  This is how
+ * multi-rank plans run where NCCL cannot (several ranks on one GPU,
+ * docs/runtime.md), and how the NCCL
  * transport carries the messages that are not stage transfers (parameter
  * gathers).  With the CPU backend the copies
  * are plain memcpy, which makes it testable without a device.

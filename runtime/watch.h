@@ -1,5 +1,5 @@
 /*
- * The watchdog of `autopar run` (DESIGN section 7): the process that
+ * The watchdog of `autopar run` (docs/runtime.md): the process that
  * starts mpirun stays behind to supervise the job, so that a rank that
  * dies, fails or stops cannot leave the others waiting forever.  Each rank
  * keeps a small record in a file of the job's directory, mapped shared:

@@ -3,10 +3,12 @@
 # cluster, from results/anytime.csv.  Called with dat, outfile, term and
 # titles set; dat holds one block per curve (blocks separated by two blank
 # lines, columns search_s best_iter_ms) and titles their names, e.g. made
-# from anytime.csv by
-#   awk -F, 'NR > 1 && $4 ~ /^mcmc/ { k = $1 "/" $3; if (k != last) {
+# from anytime.csv (through scripts/csv2tsv: a quoted planner spec may
+# hold commas) by
+#   scripts/csv2tsv results/anytime.csv model cluster planner search_s best_iter_ms |
+#   awk -F'\t' 'NR > 1 && $3 ~ /^mcmc/ { k = $1 "/" $2; if (k != last) {
 #            if (last != "") printf "\n\n"; last = k; t = t " " k }
-#            print $6, $7 } END { print t > "titles" }' results/anytime.csv
+#            print $4, $5 } END { print t > "titles" }'
 if (term eq 'png') set terminal pngcairo size 800,480 font 'sans,10'; \
 else set terminal svg size 800,480 font 'sans,10'
 set output outfile

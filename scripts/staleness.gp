@@ -1,11 +1,13 @@
 # Loss against step for each way of handling weight staleness (sync,
 # flush, stash, predict, naive), one panel per model and rank count.
-# Called with dat (results/staleness.csv), outfile and term set.
+# Called with dat (results/staleness.csv through scripts/csv2tsv: the
+# columns model, ranks, variant, step, loss, tab-separated), outfile and
+# term set.
 if (term eq 'png') set terminal pngcairo size 1200,720 font 'sans,9'; \
 else set terminal svg size 1200,720 font 'sans,9'
 set output outfile
 set termoption noenhanced
-set datafile separator ','
+set datafile separator '\t'
 set multiplot layout 2,3 title 'Training loss: synchronous, weight stashing, weight prediction, naive asynchronous'
 set grid
 set xlabel 'step'
@@ -18,7 +20,7 @@ do for [r in '2 4'] {
 	do for [m in models] {
 		set title sprintf('%s, %s ranks', m, r)
 		plot for [v in variants] dat using \
-			(strcol(1) eq m && strcol(2) eq r && strcol(3) eq v ? $5 : NaN):6 \
+			(strcol(1) eq m && strcol(2) eq r && strcol(3) eq v ? $4 : NaN):5 \
 			with lines lw 1.5 title v
 	}
 }

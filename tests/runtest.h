@@ -75,7 +75,7 @@ static inline void rt_round_robin_plan(const char *model, int64_t batch, const c
 {
 	struct graph g;
 	struct plan p;
-	int dev[16], first[8], d = 0;
+	int first[8], d = 0;
 
 	assert_true(nstages <= 8);
 	graph_init(&g);
@@ -84,28 +84,17 @@ static inline void rt_round_robin_plan(const char *model, int64_t batch, const c
 	assert_int_equal(plan_alloc(&p, &g, nstages), 0);
 	snprintf(p.cluster, sizeof p.cluster, "%s", cluster);
 	snprintf(p.planner, sizeof p.planner, "test-round-robin");
-	p.sched = sched;
-	p.microbatches = m;
+	plan_schedule(&p, sched, m);
+	assert_int_equal(plan_chain(&p), 0);
 	for (int s = 0; s < nstages; s++) {
-		int next = s + 1, n = rep[s] * width;
-
-		assert_true(d + n <= 16);
 		first[s] = d;
-		for (int k = 0; k < n; k++)
-			dev[k] = d++;
-		assert_int_equal(plan_set_devices(&p.stages[s].devices, &p.stages[s].ndev, dev, n), 0);
-		p.stages[s].replicas = rep[s];
-		if (next < nstages)
-			assert_int_equal(plan_set_devices(&p.stages[s].next, &p.stages[s].nnext, &next, 1), 0);
+		assert_int_equal(plan_stage_range(&p, s, d, rep[s] * width, rep[s]), 0);
+		d += rep[s] * width;
 	}
 	for (int i = 0; i < g.nops; i++) {
-		int s = i * nstages / g.nops;
+		int s = i * nstages / g.nops, deg[NDIMS] = { width, 1, 1, 1, 1 };
 
-		for (int k = 0; k < width; k++)
-			dev[k] = first[s] + k;
-		p.ops[i].stage = s;
-		p.ops[i].degree[DIM_N] = width;
-		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, dev, width), 0);
+		assert_int_equal(plan_place(&p, i, s, deg, first[s]), 0);
 	}
 	assert_int_equal(plan_write(&p, &g, path), 0);
 	plan_release(&p);
@@ -133,28 +122,23 @@ static inline void rt_dag_plan(const char *path, enum sched_kind sched)
 	static const char *const head[] = { "cat", "flatten", "fc", "loss" };
 	struct graph g;
 	struct plan p;
-	int zero = 0, one = 1, two = 2, next0[2] = { 1, 2 };
+	static const int one[NDIMS] = { 1, 1, 1, 1, 1 };
 
 	graph_init(&g);
 	plan_init(&p);
 	assert_int_equal(model_load("branchy_small", 8, &g), 0);
 	assert_int_equal(plan_alloc(&p, &g, 3), 0);
 	snprintf(p.cluster, sizeof p.cluster, "cpu-1x2");
-	p.sched = sched;
-	p.microbatches = 2;
-	assert_int_equal(plan_set_devices(&p.stages[0].devices, &p.stages[0].ndev, &zero, 1), 0);
-	assert_int_equal(plan_set_devices(&p.stages[1].devices, &p.stages[1].ndev, &one, 1), 0);
-	assert_int_equal(plan_set_devices(&p.stages[2].devices, &p.stages[2].ndev, &zero, 1), 0);
-	assert_int_equal(plan_set_devices(&p.stages[0].next, &p.stages[0].nnext, next0, 2), 0);
-	assert_int_equal(plan_set_devices(&p.stages[1].next, &p.stages[1].nnext, &two, 1), 0);
-	for (int k = 0; k < 3; k++) {
-		int i = graph_find(&g, branch[k]);
-
-		p.ops[i].stage = 1;
-		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, &one, 1), 0);
-	}
+	plan_schedule(&p, sched, 2);
+	for (int s = 0; s < 3; s++)
+		assert_int_equal(plan_stage_range(&p, s, s == 1, 1, 0), 0);
+	assert_int_equal(plan_link(&p, 0, 1), 0);
+	assert_int_equal(plan_link(&p, 0, 2), 0);
+	assert_int_equal(plan_link(&p, 1, 2), 0);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(plan_place(&p, graph_find(&g, branch[k]), 1, one, 1), 0);
 	for (int k = 0; k < 4; k++)
-		p.ops[graph_find(&g, head[k])].stage = 2;
+		assert_int_equal(plan_place(&p, graph_find(&g, head[k]), 2, one, 0), 0);
 	assert_int_equal(plan_write(&p, &g, path), 0);
 	plan_release(&p);
 	graph_release(&g);
@@ -165,31 +149,25 @@ static inline void rt_dag_plan(const char *path, enum sched_kind sched)
 static inline void rt_split_plan(const char *model, const char *cluster, const char *name,
 				 const int degree[NDIMS], const char *path)
 {
+	static const int one[NDIMS] = { 1, 1, 1, 1, 1 };
 	struct graph g;
 	struct plan p;
-	int dev[16], n = 1, zero = 0, found = 0;
+	int n = 1, found = 0;
 
 	for (int d = 0; d < NDIMS; d++)
 		n *= degree[d];
-	for (int k = 0; k < n; k++)
-		dev[k] = k;
 	graph_init(&g);
 	plan_init(&p);
 	assert_int_equal(model_load(model, 8, &g), 0);
 	assert_int_equal(plan_alloc(&p, &g, 1), 0);
 	snprintf(p.cluster, sizeof p.cluster, "%s", cluster);
 	snprintf(p.planner, sizeof p.planner, "test-split");
-	p.sched = SCHED_GPIPE;
-	p.microbatches = 1;
-	assert_int_equal(plan_set_devices(&p.stages[0].devices, &p.stages[0].ndev, dev, n), 0);
+	assert_int_equal(plan_one_stage(&p, n, SCHED_GPIPE, 1), 0);
 	for (int i = 0; i < g.nops; i++) {
 		int mine = !strcmp(g.ops[i].name, name);
 
 		found |= mine;
-		for (int d = 0; mine && d < NDIMS; d++)
-			p.ops[i].degree[d] = degree[d];
-		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev,
-						  mine ? dev : &zero, mine ? n : 1), 0);
+		assert_int_equal(plan_place(&p, i, 0, mine ? degree : one, 0), 0);
 	}
 	assert_true(found);
 	assert_int_equal(plan_write(&p, &g, path), 0);

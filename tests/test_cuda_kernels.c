@@ -1,12 +1,13 @@
 /*
  * Every kernel of the CUDA backend against the CPU backend's kernel of the
- * same operator (CONVENTIONS 5): on shapes drawn at random, the same
+ * same operator (docs/conventions.md, rule 5): on shapes drawn at random, the same
  * inputs, weights, output gradient and labels go to both; the outputs,
  * input gradients and accumulated weight gradients must agree within
  * tol + |cpu| x eps.  Also the backend's own memory functions (region
  * copies, fills, the optimizer, GEMM) against their CPU versions.
- * Without a CUDA device (or in a build without CUDA) every test skips
- * with a message saying why.
+ * Without a CUDA device (or in a build without CUDA, or without
+ * libautopar-cuda.so, which `make test` names in AUTOPAR_CUDA_LIB) every
+ * test skips with a message saying why.
  */
 #include "testutil.h"
 
@@ -30,7 +31,8 @@ static int have_gpu(void)
 	if (n == -2) {
 		n = gpu_count(why, sizeof why);
 		if (n > 0 && backend_cuda.init()) {
-			snprintf(why, sizeof why, "the cuda backend failed to start");
+			snprintf(why, sizeof why, "the cuda backend failed to start: %s",
+				 ap_last_error());
 			n = 0;
 		}
 	}

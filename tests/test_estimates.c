@@ -23,57 +23,32 @@ struct cell {
 	const char *spec, *model, *cluster;
 };
 
-struct inst {
-	struct graph g;
-	struct cluster c;
-	struct profile p;
-};
-
-/* The model with its own batch on every device (weak scaling), the
- * cluster and the cluster's shipped profile. */
-static void inst_load(struct inst *x, const char *model, const char *cspec)
-{
-	const struct batch_spec own = { 0, 1 };
-	char dir[4096], rel[256];
-
-	assert_int_equal(cluster_resolve(cspec, NULL, &x->c), AP_OK);
-	if (batch_model_load(model, &own, cluster_ndevices(&x->c), &x->g) != AP_OK)
-		fail_msg("%s: %s", model, ap_last_error());
-	snprintf(rel, sizeof rel, "profiles/%s", x->c.profile);
-	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), &x->p), AP_OK);
-}
-
-static void inst_release(struct inst *x)
-{
-	graph_release(&x->g);
-	profile_release(&x->p);
-}
-
 /* The planner's estimate over the simulator's prediction of its plan. */
 static double est_over_sim(const struct cell *k)
 {
 	const struct planner *pl;
 	struct planner_opts o;
-	struct inst x;
+	struct instance x;
 	struct plan out;
 	struct planner_input in;
 	double est, ratio;
 
-	inst_load(&x, k->model, k->cluster);
+	/* the model's own batch on every device (weak scaling) */
+	test_instance(&x, k->model, "0/dev", k->cluster);
 	in = (struct planner_input){ .g = &x.g, .p = &x.p, .c = &x.c, .budget_s = 1,
 				     .seed = 1, .opts = &o, .per_device_batch = 0 };
 	plan_init(&out);
 	assert_int_equal(planner_parse(k->spec, "test", &pl, &o), AP_OK);
 	if (planner_run(pl, &in, x.c.profile, &out) != AP_OK)
 		fail_msg("%s on %s/%s: %s", k->spec, k->model, k->cluster, ap_last_error());
-	est = plan_stat(&out, "planner_est_ms");
+	est = out.est_ms;
 	assert_true(est > 0);
 	assert_true(out.pred_iter_ms > 0);
 	ratio = est / out.pred_iter_ms;
 	print_message("%-18s %-18s %-12s est %10.3f ms sim %10.3f ms est/sim %.3f\n", k->spec,
 		      k->model, k->cluster, est, out.pred_iter_ms, ratio);
 	plan_release(&out);
-	inst_release(&x);
+	instance_release(&x);
 	return ratio;
 }
 

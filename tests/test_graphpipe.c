@@ -31,36 +31,16 @@ static const char two_branch[] =
 	"linear fc cat out=10\n"
 	"loss   loss fc\n";
 
-struct inst {
-	struct graph g;
-	struct cluster c;
-	struct profile p;
-};
-
-static void load(struct inst *x, const char *model_text, const char *model,
+/* The model given as text (written to a file) or by name, on cspec. */
+static void load(struct instance *x, const char *model_text, const char *model,
 		 const char *cspec)
 {
-	char dir[4096], rel[256];
-
-	graph_init(&x->g);
-	if (model_text)
-		assert_int_equal(model_parse(model_text, "two_branch", 0, &x->g), AP_OK);
-	else if (model_load(model, 0, &x->g) != AP_OK)
-		fail_msg("%s: %s", model, ap_last_error());
-	assert_int_equal(cluster_resolve(cspec, NULL, &x->c), AP_OK);
-	snprintf(rel, sizeof rel, "profiles/%s", x->c.profile);
-	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), &x->p), AP_OK);
-}
-
-static void unload(struct inst *x)
-{
-	graph_release(&x->g);
-	profile_release(&x->p);
+	test_instance(x, model_text ? tmp_write("inline.model", model_text) : model, NULL, cspec);
 }
 
 /* graphpipe's plan with the given option spec, through the driver (which
  * validates it); its simulated iteration time in *iter_s. */
-static void run_graphpipe(struct inst *x, const char *spec, struct plan *pl, double *iter_s)
+static void run_graphpipe(struct instance *x, const char *spec, struct plan *pl, double *iter_s)
 {
 	const struct planner *gp;
 	struct planner_opts o = { 0 };
@@ -83,7 +63,7 @@ static void run_graphpipe(struct inst *x, const char *spec, struct plan *pl, dou
 /* --- the oracle: every stage DAG ----------------------------------------- */
 
 struct oracle {
-	struct inst *x;
+	struct instance *x;
 	struct sim s;
 	struct plan cand;
 	int ndev, max_m, lab[64], nb, dev[8];
@@ -129,33 +109,16 @@ static void evaluate(struct oracle *o, int m)
 
 	assert_int_equal(plan_alloc(p, g, o->nb), AP_OK);
 	for (int s = 0, f = 0; s < o->nb; f += o->dev[s], s++) {
-		int devs[8], nx[8], n = 0;
-
 		first[s] = f;
-		for (int k = 0; k < o->dev[s]; k++)
-			devs[k] = f + k;
-		assert_int_equal(plan_set_devices(&p->stages[s].devices, &p->stages[s].ndev,
-						  devs, o->dev[s]), AP_OK);
-		for (int t = 0; t < o->nb; t++) {
-			int edge = 0;
-
-			for (int i = 0; i < g->nops && !edge && t != s; i++)
-				for (int e = 0; e < g->ops[i].nin; e++)
-					edge |= o->lab[g->ops[i].in[e]] == s && o->lab[i] == t;
-			if (edge)
-				nx[n++] = t;
-		}
-		if (n)
-			assert_int_equal(plan_set_devices(&p->stages[s].next,
-							  &p->stages[s].nnext, nx, n), AP_OK);
+		assert_int_equal(plan_stage_range(p, s, f, o->dev[s], 0), AP_OK);
 	}
 	for (int i = 0; i < g->nops; i++) {
 		int deg[NDIMS] = { o->dev[o->lab[i]], 1, 1, 1, 1 };
 
 		assert_int_equal(plan_place(p, i, o->lab[i], deg, first[o->lab[i]]), AP_OK);
 	}
-	p->microbatches = m;
-	p->sched = o->nb == 1 && m == 1 ? SCHED_GPIPE : SCHED_1F1B;
+	assert_int_equal(plan_link_edges(p, g), AP_OK);
+	plan_schedule(p, o->nb == 1 && m == 1 ? SCHED_GPIPE : SCHED_1F1B, m);
 	if (sim_run(&o->s, p, NULL, &r) != AP_OK)
 		fail_msg("oracle: %s", ap_last_error());
 	o->tried++;
@@ -202,7 +165,7 @@ static void partitions(struct oracle *o, int i)
 	}
 }
 
-static double oracle_best(struct inst *x, int max_m, int64_t *tried)
+static double oracle_best(struct instance *x, int max_m, int64_t *tried)
 {
 	struct oracle o = { .x = x, .ndev = cluster_ndevices(&x->c), .max_m = max_m,
 			    .best_s = INFINITY };
@@ -223,7 +186,7 @@ static double oracle_best(struct inst *x, int max_m, int64_t *tried)
 static void check_against_oracle(const char *text, const char *model, const char *cspec,
 				 double slack)
 {
-	struct inst x;
+	struct instance x;
 	struct plan pl;
 	double gp_s, best_s;
 	int64_t tried;
@@ -238,7 +201,7 @@ static void check_against_oracle(const char *text, const char *model, const char
 		fail_msg("%s on %s: graphpipe %.6f ms, best of %lld stage DAGs %.6f ms",
 			 x.g.name, cspec, 1e3 * gp_s, (long long)tried, 1e3 * best_s);
 	plan_release(&pl);
-	unload(&x);
+	instance_release(&x);
 }
 
 static void test_matches_oracle(void **state)
@@ -258,7 +221,7 @@ static void test_matches_oracle(void **state)
 
 /* --- the multi-branch models ---------------------------------------------- */
 
-static int stage_of(const struct inst *x, const struct plan *pl, const char *op)
+static int stage_of(const struct instance *x, const struct plan *pl, const char *op)
 {
 	int i = graph_find(&x->g, op);
 
@@ -281,7 +244,7 @@ static int is_dag(const struct plan *pl)
 	return 0;
 }
 
-static double dp_time(struct inst *x)
+static double dp_time(struct instance *x)
 {
 	struct plan pl;
 	double s;
@@ -309,7 +272,7 @@ static void test_multi_branch(void **state)
 	(void)state;
 	for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
 		for (size_t c = 0; c < sizeof clusters / sizeof clusters[0]; c++) {
-			struct inst x;
+			struct instance x;
 			struct plan pl;
 			double gp_s;
 			char path[512];
@@ -339,7 +302,7 @@ static void test_multi_branch(void **state)
 			assert_int_equal(plan_read(path, &x.g, &pl), AP_OK);
 			assert_int_equal(plan_validate(&pl, &x.g, &x.c, path), AP_OK);
 			plan_release(&pl);
-			unload(&x);
+			instance_release(&x);
 		}
 }
 
@@ -367,7 +330,7 @@ static const char chain[] =
 /* The units of a chain (ops in graph order) cut to at most u: unit k
  * starts at op first[k]; the two adjacent units of least compute are
  * merged first, the earliest such pair on ties. */
-static int chain_units(struct inst *x, int u, int *first)
+static int chain_units(struct instance *x, int u, int *first)
 {
 	double w[64];
 	int n = x->g.nops;
@@ -402,7 +365,7 @@ static void test_units(void **state)
 {
 	static const char *const bad[] = { "graphpipe:max-units=1", "graphpipe:max-units=0" };
 	const char *cspec = "1x4:v100,intra=2GB/s";
-	struct inst x;
+	struct instance x;
 	struct plan pl;
 	struct planner_opts o = { 0 };
 	struct planner_input in = { .budget_s = 30, .seed = 1, .opts = &o };
@@ -415,7 +378,7 @@ static void test_units(void **state)
 	run_graphpipe(&x, "graphpipe", &pl, &s);
 	assert_true(test_plan_stat(&pl, "units") == x.g.nops);
 	plan_release(&pl);
-	unload(&x);
+	instance_release(&x);
 
 	load(&x, chain, NULL, cspec);
 	run_graphpipe(&x, "graphpipe", &pl, &s);
@@ -446,7 +409,7 @@ static void test_units(void **state)
 		plan_release(&pl);
 	}
 	ap_err_quiet(0);
-	unload(&x);
+	instance_release(&x);
 }
 
 /* --- 1F1B on a stage DAG ---------------------------------------------------- */
@@ -501,7 +464,7 @@ static void test_dag_1f1b_in_flight(void **state)
 		{ "a.conv", "c.pool" }, { "cat", "flatten", "fc", "loss" },
 	};
 	static const int next[5][2] = { { 1, 3 }, { 2, -1 }, { 4, -1 }, { 4, -1 }, { -1, -1 } };
-	struct inst x;
+	struct instance x;
 	struct plan pl;
 	struct sim s;
 	struct sim_result r;
@@ -512,22 +475,17 @@ static void test_dag_1f1b_in_flight(void **state)
 	plan_init(&pl);
 	assert_int_equal(plan_alloc(&pl, &x.g, 5), AP_OK);
 	for (int st = 0; st < 5; st++) {
-		int one[NDIMS] = { 1, 1, 1, 1, 1 }, nx[2], n = 0;
+		int one[NDIMS] = { 1, 1, 1, 1, 1 };
 
-		assert_int_equal(plan_set_devices(&pl.stages[st].devices, &pl.stages[st].ndev,
-						  &st, 1), AP_OK);
+		assert_int_equal(plan_stage_range(&pl, st, st, 1, 0), AP_OK);
 		for (int e = 0; e < 2; e++)
 			if (next[st][e] >= 0)
-				nx[n++] = next[st][e];
-		if (n)
-			assert_int_equal(plan_set_devices(&pl.stages[st].next,
-							  &pl.stages[st].nnext, nx, n), AP_OK);
+				assert_int_equal(plan_link(&pl, st, next[st][e]), AP_OK);
 		for (int k = 0; k < 4 && stage_ops[st][k]; k++)
 			assert_int_equal(plan_place(&pl, graph_find(&x.g, stage_ops[st][k]), st,
 						    one, st), AP_OK);
 	}
-	pl.sched = SCHED_1F1B;
-	pl.microbatches = 8;
+	plan_schedule(&pl, SCHED_1F1B, 8);
 	assert_int_equal(plan_validate(&pl, &x.g, &x.c, "dag"), AP_OK);
 	assert_int_equal(sim_init(&s, &x.g, &x.p, &x.c), AP_OK);
 	assert_int_equal(sim_run(&s, &pl, &so, &r), AP_OK);
@@ -539,7 +497,7 @@ static void test_dag_1f1b_in_flight(void **state)
 	assert_true(r.makespan_s >= r.critical_path_s * (1 - 1e-12));
 	sim_release(&s);
 	plan_release(&pl);
-	unload(&x);
+	instance_release(&x);
 }
 
 /* `stage-microbatches`: stages of their own micro-batch counts, never
@@ -556,7 +514,7 @@ static void test_stage_counts(void **state)
 
 	(void)state;
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-		struct inst x;
+		struct instance x;
 		struct plan one, own, back;
 		double t1, t2;
 
@@ -587,7 +545,7 @@ static void test_stage_counts(void **state)
 		}
 		plan_release(&one);
 		plan_release(&own);
-		unload(&x);
+		instance_release(&x);
 	}
 }
 

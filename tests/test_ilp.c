@@ -17,10 +17,8 @@
 #include "planner.h"
 #include "sim.h"
 
-struct inst {
-	struct graph g;
-	struct cluster c;
-	struct profile p;
+struct run {
+	struct instance x;
 	struct planner_opts o;
 	struct planner_input in;
 	struct plan pl;
@@ -29,39 +27,31 @@ struct inst {
 
 /* Loads model and cluster with the cluster's profile and runs `spec`
  * through the driver (which validates the plan). */
-static void run(struct inst *t, const char *model, const char *cspec, const char *spec,
+static void run(struct run *t, const char *model, const char *cspec, const char *spec,
 		double budget_s)
 {
 	const struct planner *pln;
-	char dir[4096], rel[256];
 
 	memset(t, 0, sizeof *t);
-	if (model_load(model, 0, &t->g) != AP_OK)
-		fail_msg("%s: %s", model, ap_last_error());
-	assert_int_equal(cluster_resolve(cspec, NULL, &t->c), AP_OK);
-	snprintf(rel, sizeof rel, "profiles/%s", t->c.profile);
-	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), &t->p), AP_OK);
+	test_instance(&t->x, model, NULL, cspec);
 	assert_int_equal(planner_parse(spec, "test", &pln, &t->o), AP_OK);
-	planner_opts_complete(pln, &t->o);
-	t->in = (struct planner_input){ .g = &t->g, .p = &t->p, .c = &t->c,
-					.budget_s = budget_s, .seed = 1, .opts = &t->o };
+	t->in = planner_input_of(&t->x, budget_s, 1, &t->o);
 	plan_init(&t->pl);
-	t->rc = planner_run(pln, &t->in, t->c.profile, &t->pl);
+	t->rc = planner_run(pln, &t->in, t->x.profile, &t->pl);
 }
 
-static void done(struct inst *t)
+static void done(struct run *t)
 {
 	plan_release(&t->pl);
-	profile_release(&t->p);
-	graph_release(&t->g);
+	instance_release(&t->x);
 }
 
-static double simulate(struct inst *t)
+static double simulate(struct run *t)
 {
 	struct sim s;
 	struct sim_result r;
 
-	assert_int_equal(sim_init(&s, &t->g, &t->p, &t->c), AP_OK);
+	assert_int_equal(sim_init(&s, &t->x.g, &t->x.p, &t->x.c), AP_OK);
 	assert_int_equal(sim_run(&s, &t->pl, NULL, &r), AP_OK);
 	sim_release(&s);
 	return r.iter_s;
@@ -86,16 +76,16 @@ static double enumerate(const struct ilp_inst *x, int *stage, int *cfg, int g)
 }
 
 /* The model's optimum over the layouts the planner tries, by brute force. */
-static double brute_force(struct inst *t, int max_mb)
+static double brute_force(struct run *t, int max_mb)
 {
-	int ndev = cluster_ndevices(&t->c), stage[64], cfg[64];
+	int ndev = cluster_ndevices(&t->x.c), stage[64], cfg[64];
 	double best = INFINITY;
 
 	for (int K = 1; K <= ndev; K++)
 		for (int m = 1; m <= (K > 1 ? max_mb : 1) && ndev % K == 0; m *= 2) {
 			struct ilp_inst x;
 
-			if (t->g.batch % m || ilp_inst_build(&x, &t->in, K, m, 1, 1) != AP_OK)
+			if (t->x.g.batch % m || ilp_inst_build(&x, &t->in, K, m, 1, 1) != AP_OK)
 				continue;
 			assert_true(x.ngroups <= 64);
 			best = fmin(best, enumerate(&x, stage, cfg, 0));
@@ -105,7 +95,7 @@ static double brute_force(struct inst *t, int max_mb)
 }
 
 /* dp's plan under the one-stage model, INFINITY when it does not fit. */
-static double dp_under_model(struct inst *t)
+static double dp_under_model(struct run *t)
 {
 	struct plan p;
 	struct ilp_inst x;
@@ -113,8 +103,7 @@ static double dp_under_model(struct inst *t)
 	double v = INFINITY;
 
 	plan_init(&p);
-	assert_int_equal(plan_alloc(&p, &t->g, 1), AP_OK);
-	assert_int_equal(planner_find("dp")->plan(&t->in, &p), AP_OK);
+	assert_int_equal(planner_seed(planner_find("dp"), &t->in, &p), AP_OK);
 	assert_int_equal(ilp_inst_build(&x, &t->in, 1, 1, 1, 0), AP_OK);
 	assert_true(x.ngroups <= 512);
 	if (ilp_inst_from_plan(&x, &p, stage, cfg) == 0)
@@ -135,19 +124,19 @@ static void test_matches_brute_force(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		struct inst t;
+		struct run t;
 		double est, bf;
 
 		run(&t, cases[i].model, cases[i].cluster, "ilp:max-microbatches=8", 60);
 		if (t.rc)
 			fail_msg("%s on %s: %s", cases[i].model, cases[i].cluster, ap_last_error());
-		est = test_plan_stat(&t.pl, "planner_est_ms") * 1e-3;
+		est = test_present(t.pl.est_ms, "planner_est_ms") * 1e-3;
 		bf = brute_force(&t, 8);
 		if (fabs(est - bf) > 1e-9 * bf)
 			fail_msg("%s on %s: ilp %.9g s, brute force %.9g s", cases[i].model,
 				 cases[i].cluster, est, bf);
 		assert_true(test_plan_stat(&t.pl, "optimal") == 1);
-		assert_true(test_plan_stat(&t.pl, "gap") == 0);
+		assert_true(test_present(t.pl.gap, "gap") == 0);
 		assert_true(est <= dp_under_model(&t) * (1 + 1e-12));
 		done(&t);
 	}
@@ -159,20 +148,20 @@ static void test_matches_brute_force(void **state)
  * than dp. */
 static void test_mixed_parallelism(void **state)
 {
-	struct inst t;
+	struct run t;
 	int by_n = 0, by_c = 0;
 	double est, sim;
 
 	(void)state;
 	run(&t, "alexnet", "h100-1x8", "ilp", 60);
 	assert_int_equal(t.rc, AP_OK);
-	for (int i = 0; i < t.g.nops; i++) {
-		by_n += t.g.ops[i].kind == OP_CONV2D && t.pl.ops[i].degree[DIM_N] > 1;
-		by_c += t.g.ops[i].kind == OP_LINEAR && t.pl.ops[i].degree[DIM_C] > 1;
+	for (int i = 0; i < t.x.g.nops; i++) {
+		by_n += t.x.g.ops[i].kind == OP_CONV2D && t.pl.ops[i].degree[DIM_N] > 1;
+		by_c += t.x.g.ops[i].kind == OP_LINEAR && t.pl.ops[i].degree[DIM_C] > 1;
 	}
 	assert_true(by_n > 0 && by_c > 0);
 	assert_true(test_plan_stat(&t.pl, "optimal") == 1);
-	est = test_plan_stat(&t.pl, "planner_est_ms") * 1e-3;
+	est = test_present(t.pl.est_ms, "planner_est_ms") * 1e-3;
 	sim = simulate(&t);
 	if (fabs(sim - est) > 0.1 * est)
 		fail_msg("alexnet: model %.6g s, simulated %.6g s", est, sim);
@@ -187,7 +176,7 @@ static void test_mixed_parallelism(void **state)
 static void test_memory_forces_stages(void **state)
 {
 	const char *cl = "1x4:v100,mem=600MB";
-	struct inst t;
+	struct run t;
 	double est;
 
 	(void)state;
@@ -197,7 +186,7 @@ static void test_memory_forces_stages(void **state)
 	assert_true(t.pl.nstages > 1);
 	assert_true(isinf(dp_under_model(&t)));
 	assert_true(test_plan_stat(&t.pl, "optimal") == 1);
-	est = test_plan_stat(&t.pl, "planner_est_ms") * 1e-3;
+	est = test_present(t.pl.est_ms, "planner_est_ms") * 1e-3;
 	assert_true(fabs(simulate(&t) - est) <= 0.1 * est);
 	done(&t);
 	ap_err_quiet(1);
@@ -212,15 +201,15 @@ static void test_memory_forces_stages(void **state)
  * a bound below it and the gap between them. */
 static void test_budget(void **state)
 {
-	struct inst t;
+	struct run t;
 	double est, bound, gap;
 
 	(void)state;
 	run(&t, "inception_v3", "h100-1x8", "ilp", 0.3);
 	assert_int_equal(t.rc, AP_OK);
-	est = test_plan_stat(&t.pl, "planner_est_ms");
-	bound = test_plan_stat(&t.pl, "bound_ms");
-	gap = test_plan_stat(&t.pl, "gap");
+	est = test_present(t.pl.est_ms, "planner_est_ms");
+	bound = test_present(t.pl.bound_ms, "bound_ms");
+	gap = test_present(t.pl.gap, "gap");
 	assert_true(bound <= est * (1 + 1e-9));
 	assert_true(gap >= 0 && gap <= 1);
 	assert_true(fabs(gap - (est - bound) / est) < 1e-9 || test_plan_stat(&t.pl, "optimal") == 1);
@@ -233,7 +222,7 @@ static void test_budget(void **state)
  * input was fine (not 2), and the message says what to do. */
 static void test_budget_exhausted(void **state)
 {
-	struct inst t;
+	struct run t;
 
 	(void)state;
 	ap_err_quiet(1);

@@ -14,31 +14,8 @@
 #include "planner.h"
 #include "sim.h"
 
-struct inst {
-	struct graph g;
-	struct cluster c;
-	struct profile p;
-};
-
-static void load(struct inst *x, const char *model, const char *cspec)
-{
-	char csv[4096], dir[4096];
-
-	graph_init(&x->g);
-	if (model_load(model, 0, &x->g) ||
-	    cluster_resolve(cspec, datapath(csv, sizeof csv, "profiles/clusters.csv"), &x->c) ||
-	    profile_load(profile_dir(dir, sizeof dir, x->c.profile), &x->p))
-		fail_msg("%s", ap_last_error());
-}
-
-static void unload(struct inst *x)
-{
-	graph_release(&x->g);
-	profile_release(&x->p);
-}
-
 /* Plans x with spec; returns the simulated iteration time of the plan. */
-static double plan_with(struct inst *x, const char *spec, double budget_s, uint64_t seed,
+static double plan_with(struct instance *x, const char *spec, double budget_s, uint64_t seed,
 			struct plan *out)
 {
 	const struct planner *pln;
@@ -74,14 +51,14 @@ static void same_plan(const struct plan *a, const struct plan *b)
 static void test_not_worse_than_starts(void **state)
 {
 	static const char *const models[] = { "alexnet", "branchy_small", "transformer_tiny" };
-	struct inst x;
+	struct instance x;
 	struct plan pm, pb;
 
 	(void)state;
 	for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
 		double t, tdp, towt;
 
-		load(&x, models[m], "flexflow-p100");
+		test_instance(&x, models[m], NULL, "flexflow-p100");
 		t = plan_with(&x, "mcmc:proposals=1500", 60, 7, &pm);
 		tdp = plan_with(&x, "dp", 1, 7, &pb);
 		plan_release(&pb);
@@ -91,11 +68,11 @@ static void test_not_worse_than_starts(void **state)
 			fail_msg("%s: mcmc %.6g ms, dp %.6g, owt %.6g", models[m], 1e3 * t,
 				 1e3 * tdp, 1e3 * towt);
 		/* its own estimate is the simulator's */
-		assert_true(fabs(test_plan_stat(&pm, "planner_est_ms") - 1e3 * t) <= 1e-9 * 1e3 * t);
+		assert_true(fabs(test_present(pm.est_ms, "planner_est_ms") - 1e3 * t) <= 1e-9 * 1e3 * t);
 		assert_true(test_plan_stat(&pm, "proposals") > 0);
 		assert_true(test_plan_stat(&pm, "acceptance") > 0 && test_plan_stat(&pm, "acceptance") <= 1);
 		plan_release(&pm);
-		unload(&x);
+		instance_release(&x);
 	}
 }
 
@@ -103,11 +80,11 @@ static void test_not_worse_than_starts(void **state)
  * search; another seed, another search. */
 static void test_deterministic(void **state)
 {
-	struct inst x;
+	struct instance x;
 	struct plan a, b, c;
 
 	(void)state;
-	load(&x, "gnmt", "2x4:v100");
+	test_instance(&x, "gnmt", NULL, "2x4:v100");
 	plan_with(&x, "mcmc:proposals=800,chains=2", 60, 11, &a);
 	plan_with(&x, "mcmc:proposals=800,chains=2", 60, 11, &b);
 	same_plan(&a, &b);
@@ -115,49 +92,49 @@ static void test_deterministic(void **state)
 	plan_release(&b);
 	plan_with(&x, "mcmc:proposals=800,chains=2,full-sim", 60, 11, &b);
 	same_plan(&a, &b);
-	assert_true(test_plan_stat(&a, "planner_est_ms") == test_plan_stat(&b, "planner_est_ms"));
+	assert_true(test_present(a.est_ms, "planner_est_ms") == test_present(b.est_ms, "planner_est_ms"));
 	assert_true(test_plan_stat(&a, "acceptance") == test_plan_stat(&b, "acceptance"));
 	plan_with(&x, "mcmc:proposals=800,chains=2", 60, 12, &c);
 	assert_true(test_plan_stat(&a, "acceptance") != test_plan_stat(&c, "acceptance"));
 	plan_release(&a);
 	plan_release(&b);
 	plan_release(&c);
-	unload(&x);
+	instance_release(&x);
 }
 
 static void test_budget(void **state)
 {
-	struct inst x;
+	struct instance x;
 	struct plan p;
 	double t0;
 
 	(void)state;
-	load(&x, "resnet50", "flexflow-p100");
+	test_instance(&x, "resnet50", NULL, "flexflow-p100");
 	t0 = now_s();
 	plan_with(&x, "mcmc:beta=2", 0.5, 3, &p);
 	/* the margin: a proposal and the final plan, on a busy machine */
 	if (p.search_s > 0.5 + 0.25 || now_s() - t0 > 0.5 + 1.0)
 		fail_msg("budget 0.5 s, searched %.3f s", p.search_s);
 	plan_release(&p);
-	unload(&x);
+	instance_release(&x);
 }
 
 /* The curve falls, ends at the plan's estimate and is read back. */
 static void test_curve(void **state)
 {
-	struct inst x;
+	struct instance x;
 	struct plan p, q;
 	const char *path;
 
 	(void)state;
-	load(&x, "alexnet", "flexflow-p100");
+	test_instance(&x, "alexnet", NULL, "flexflow-p100");
 	plan_with(&x, "mcmc:proposals=1000", 60, 5, &p);
 	assert_true(p.ncurve >= 1);
 	for (int k = 1; k < p.ncurve; k++) {
 		assert_true(p.curve[k][0] >= p.curve[k - 1][0]);
 		assert_true(p.curve[k][1] < p.curve[k - 1][1]);
 	}
-	assert_true(p.curve[p.ncurve - 1][1] == test_plan_stat(&p, "planner_est_ms"));
+	assert_true(p.curve[p.ncurve - 1][1] == test_present(p.est_ms, "planner_est_ms"));
 	path = tmp_write("mcmc.json", "");
 	assert_int_equal(plan_write(&p, &x.g, path), AP_OK);
 	plan_init(&q);
@@ -167,7 +144,7 @@ static void test_curve(void **state)
 		assert_true(fabs(q.curve[k][1] - p.curve[k][1]) <= 1e-9 * p.curve[k][1]);
 	plan_release(&p);
 	plan_release(&q);
-	unload(&x);
+	instance_release(&x);
 }
 
 int main(void)

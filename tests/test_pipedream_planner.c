@@ -22,51 +22,12 @@
 /* A fast single-node cluster: transfers cost next to nothing. */
 #define FAST4 "1x4:v100,intra=1000TB/s,intra_lat=1ns"
 
-struct inst {
-	struct graph g;
-	struct cluster c;
-	struct profile p;
-	int64_t per_device_batch; /* weak scaling; 0: a global batch */
-};
-
-static void inst_load(struct inst *x, const char *model, int64_t batch, const char *cspec)
-{
-	char dir[4096], rel[256];
-
-	if (model_load(model, batch, &x->g) != AP_OK)
-		fail_msg("%s: %s", model, ap_last_error());
-	x->per_device_batch = 0;
-	assert_int_equal(cluster_resolve(cspec, NULL, &x->c), AP_OK);
-	snprintf(rel, sizeof rel, "profiles/%s", x->c.profile);
-	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), &x->p), AP_OK);
-}
-
-/* The same with the model's own batch on every device (weak scaling, the
- * paper's convention). */
-static void inst_load_weak(struct inst *x, const char *model, const char *cspec)
-{
-	const struct batch_spec own = { 0, 1 };
-
-	inst_load(x, model, 0, cspec);
-	x->per_device_batch = x->g.batch;
-	graph_release(&x->g);
-	if (batch_model_load(model, &own, cluster_ndevices(&x->c), &x->g) != AP_OK)
-		fail_msg("%s: %s", model, ap_last_error());
-}
-
-static void inst_release(struct inst *x)
-{
-	graph_release(&x->g);
-	profile_release(&x->p);
-}
-
 /* Plans x with a planner spec through the driver (which validates). */
-static int run(const char *spec, struct inst *x, struct plan *out)
+static int run(const char *spec, struct instance *x, struct plan *out)
 {
 	const struct planner *pl;
-	struct planner_opts o;
-	struct planner_input in = { .g = &x->g, .p = &x->p, .c = &x->c, .budget_s = 60,
-				    .seed = 1, .opts = &o, .per_device_batch = x->per_device_batch };
+	struct planner_opts o = { 0 };
+	struct planner_input in = planner_input_of(x, 60, 1, &o);
 
 	plan_init(out);
 	assert_int_equal(planner_parse(spec, "test", &pl, &o), AP_OK);
@@ -74,7 +35,7 @@ static int run(const char *spec, struct inst *x, struct plan *out)
 }
 
 /* The simulated iteration time; the peak memory must fit. */
-static double simulate(struct inst *x, const struct plan *p)
+static double simulate(struct instance *x, const struct plan *p)
 {
 	struct sim s;
 	struct sim_result r;
@@ -120,7 +81,7 @@ static void test_straight_matches_exhaustive(void **state)
 	for (int trial = 0; trial < 14; trial++) {
 		int n = 4 + trial % 7;
 		double ms[10];
-		struct inst x;
+		struct instance x;
 		struct plan pd, ex;
 		double a, b;
 
@@ -128,11 +89,11 @@ static void test_straight_matches_exhaustive(void **state)
 			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 			ms[k] = 1 + (double)(seed >> 33) / (double)(1ull << 31) * 20;
 		}
-		inst_load(&x, chain("rand.model", 8, n, ms, NULL, NULL), 0, FAST4);
+		test_instance(&x, chain("rand.model", 8, n, ms, NULL, NULL), NULL, FAST4);
 		assert_int_equal(run("pipedream:straight", &x, &pd), AP_OK);
 		assert_int_equal(run("exhaustive:whole,schedule=1f1b-async", &x, &ex), AP_OK);
-		a = test_plan_stat(&pd, "planner_est_ms");
-		b = test_plan_stat(&ex, "planner_est_ms");
+		a = test_present(pd.est_ms, "planner_est_ms");
+		b = test_present(ex.est_ms, "planner_est_ms");
 		if (fabs(a - b) > 1e-6 * b)
 			fail_msg("chain of %d: pipedream %.9g ms, exhaustive %.9g ms", n, a, b);
 		for (int s = 0; s < pd.nstages; s++)
@@ -142,7 +103,7 @@ static void test_straight_matches_exhaustive(void **state)
 		assert_true(fabs(1e3 * simulate(&x, &pd) - a) <= 1e-6 * a);
 		plan_release(&pd);
 		plan_release(&ex);
-		inst_release(&x);
+		instance_release(&x);
 	}
 }
 
@@ -155,25 +116,25 @@ static void test_closed_forms(void **state)
 	const double ms[] = { 100 }, w[] = { 10e6 };
 	const double C = 0.15, W = 10e6, Bi = 10e9, Be = 1e9;
 	double t0, want;
-	struct inst x;
+	struct instance x;
 	struct plan p;
 
 	(void)state;
-	inst_load(&x, chain("one.model", 64, 1, ms, w, NULL), 0,
+	test_instance(&x, chain("one.model", 64, 1, ms, w, NULL), NULL,
 		  "2x2:v100,intra=10GB/s,inter=1GB/s,intra_lat=1ns,inter_lat=1ns");
 	assert_int_equal(run("pipedream:cost=code", &x, &p), AP_OK);
 	t0 = (C + 4 * W / (2 * Bi)) / 2;
 	want = (t0 + 4 * W / (2 * Be) / 2) / 2;
-	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 1e3 * want) < 1e-9);
+	assert_true(fabs(test_present(p.est_ms, "planner_est_ms") - 1e3 * want) < 1e-9);
 	assert_int_equal(p.nstages, 1);
 	assert_int_equal(p.stages[0].ndev, 4);
 	assert_int_equal(p.sched, SCHED_1F1B); /* one stage: synchronous */
 	plan_release(&p);
 	assert_int_equal(run("pipedream:cost=paper", &x, &p), AP_OK);
 	want = fmax(fmax(C, 2 * W / Bi) / 2, 2 * W / Be) / 2;
-	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 1e3 * want) < 1e-9);
+	assert_true(fabs(test_present(p.est_ms, "planner_est_ms") - 1e3 * want) < 1e-9);
 	plan_release(&p);
-	inst_release(&x);
+	instance_release(&x);
 }
 
 /* Activation transfers: two 100 ms layers whose cut sends 256 MB over
@@ -192,28 +153,28 @@ static void test_activation_term(void **state)
 		{ "pipedream:straight,fewer", 150 * 2 },
 		{ "pipedream:straight,fewer,compression=0", 150 },
 	};
-	struct inst x;
+	struct instance x;
 
 	(void)state;
-	inst_load(&x, chain("act.model", 64, 2, ms, NULL, feat), 0,
+	test_instance(&x, chain("act.model", 64, 2, ms, NULL, feat), NULL,
 		  "1x2:v100,intra=1GB/s,intra_lat=1ns");
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		struct plan p;
 		double got;
 
 		assert_int_equal(run(cases[k].spec, &x, &p), AP_OK);
-		got = test_plan_stat(&p, "planner_est_ms");
+		got = test_present(p.est_ms, "planner_est_ms");
 		if (fabs(got - cases[k].est_ms) > 1e-6)
 			fail_msg("%s: %.9g ms, expected %.9g", cases[k].spec, got,
 				 cases[k].est_ms);
 		plan_release(&p);
 	}
-	inst_release(&x);
+	instance_release(&x);
 }
 
 /* Devices per stage, and the devices the layers L1.. (after the heavy
  * first layer) get in total. */
-static int light_devices(const struct inst *x, const struct plan *p)
+static int light_devices(const struct instance *x, const struct plan *p)
 {
 	int n = 0, last = -1;
 
@@ -233,13 +194,13 @@ static void test_replication(void **state)
 {
 	const double ms[] = { 60, 4, 4, 4 }, w[] = { 0, 100e6, 100e6, 100e6 };
 	const char *cl = "1x4:v100,intra=1GB/s,intra_lat=1ns";
-	struct inst x;
+	struct instance x;
 	struct plan p;
 
 	(void)state;
-	inst_load(&x, chain("rep.model", 96, 4, ms, w, NULL), 0, cl);
+	test_instance(&x, chain("rep.model", 96, 4, ms, w, NULL), NULL, cl);
 	assert_int_equal(run("pipedream:cost=code", &x, &p), AP_OK);
-	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 30) < 1e-6);
+	assert_true(fabs(test_present(p.est_ms, "planner_est_ms") - 30) < 1e-6);
 	assert_int_equal(p.nstages, 2);
 	assert_int_equal(p.stages[0].ndev, 3);
 	assert_int_equal(test_plan_stat(&p, "replicas_input"), 3);
@@ -255,16 +216,16 @@ static void test_replication(void **state)
 	assert_int_equal(p.sched, SCHED_1F1B_ASYNC);
 	simulate(&x, &p);
 	plan_release(&p);
-	inst_release(&x);
+	instance_release(&x);
 
-	inst_load(&x, chain("rep64.model", 64, 4, ms, w, NULL), 0, cl);
+	test_instance(&x, chain("rep64.model", 64, 4, ms, w, NULL), NULL, cl);
 	assert_int_equal(run("pipedream:cost=code,schedule=1f1b-flush", &x, &p), AP_OK);
-	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 30) < 1e-6);
+	assert_true(fabs(test_present(p.est_ms, "planner_est_ms") - 30) < 1e-6);
 	assert_int_equal(p.stages[0].ndev, 3);
 	assert_int_equal(p.stages[0].replicas, 3);
 	assert_int_equal(p.sched, SCHED_1F1B);
 	plan_release(&p);
-	inst_release(&x);
+	instance_release(&x);
 }
 
 /* Memory: each light layer's 200 MB of parameters needs 600 MB with its
@@ -276,11 +237,11 @@ static void test_memory_constraint(void **state)
 {
 	const double ms[] = { 60, 1, 1, 1 }, w[] = { 0, 200e6, 200e6, 200e6 };
 	const char *cl = "1x4:v100,intra=1GB/s,intra_lat=1ns,mem=1100MB";
-	struct inst x;
+	struct instance x;
 	struct plan p;
 
 	(void)state;
-	inst_load(&x, chain("mem.model", 96, 4, ms, w, NULL), 0, cl);
+	test_instance(&x, chain("mem.model", 96, 4, ms, w, NULL), NULL, cl);
 	ap_err_quiet(1);
 	assert_int_equal(run("pipedream:memory=off", &x, &p), AP_EINPUT);
 	ap_err_quiet(0);
@@ -290,21 +251,21 @@ static void test_memory_constraint(void **state)
 	assert_int_equal(run("pipedream", &x, &p), AP_OK);
 	assert_int_equal(light_devices(&x, &p), 3);
 	assert_int_equal(p.stages[0].ndev, 1);
-	assert_true(fabs(test_plan_stat(&p, "planner_est_ms") - 90) < 1e-6);
+	assert_true(fabs(test_present(p.est_ms, "planner_est_ms") - 90) < 1e-6);
 	simulate(&x, &p);
 	plan_release(&p);
-	inst_release(&x);
+	instance_release(&x);
 }
 
 /* Bad options are refused with a message; the search is deterministic. */
 static void test_options_and_determinism(void **state)
 {
 	static const char *const bad[] = { "pipedream:compression=-1", "pipedream:max-units=1" };
-	struct inst x;
+	struct instance x;
 	struct plan p, q;
 
 	(void)state;
-	inst_load(&x, "pipedream/resnet101", 0, "pipedream-a");
+	test_instance(&x, "pipedream/resnet101", NULL, "pipedream-a");
 	ap_err_quiet(1);
 	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
 		assert_int_equal(run(bad[k], &x, &p), AP_EINPUT);
@@ -322,10 +283,10 @@ static void test_options_and_determinism(void **state)
 	}
 	for (int i = 0; i < x.g.nops; i++)
 		assert_int_equal(p.ops[i].stage, q.ops[i].stage);
-	assert_true(test_plan_stat(&p, "planner_est_ms") == test_plan_stat(&q, "planner_est_ms"));
+	assert_true(test_present(p.est_ms, "planner_est_ms") == test_present(q.est_ms, "planner_est_ms"));
 	plan_release(&p);
 	plan_release(&q);
-	inst_release(&x);
+	instance_release(&x);
 }
 
 static const char *const imported[] = {
@@ -339,16 +300,16 @@ static void plans_everywhere(const char *model)
 	static const char *const clusters[] = { "pipedream-a", "pipedream-b" };
 
 	for (int c = 0; c < 2; c++) {
-		struct inst x;
+		struct instance x;
 		struct plan p;
 
-		inst_load(&x, model, 0, clusters[c]);
+		test_instance(&x, model, NULL, clusters[c]);
 		if (run("pipedream", &x, &p) != AP_OK)
 			fail_msg("%s on %s: %s", model, clusters[c], ap_last_error());
 		assert_true(simulate(&x, &p) > 0);
-		assert_true(test_plan_stat(&p, "planner_est_ms") > 0);
+		assert_true(test_present(p.est_ms, "planner_est_ms") > 0);
 		plan_release(&p);
-		inst_release(&x);
+		instance_release(&x);
 	}
 }
 
@@ -387,17 +348,17 @@ static void test_straight_across_nodes(void **state)
 
 	(void)state;
 	for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
-		struct inst x;
+		struct instance x;
 		struct plan p;
 
-		inst_load_weak(&x, "pipedream/gnmt", "pipedream-a");
+		test_instance(&x, "pipedream/gnmt", "0/dev", "pipedream-a");
 		assert_int_equal(run(specs[k], &x, &p), AP_OK);
 		for (int s = 0; s < p.nstages; s++)
 			if (p.stages[s].ndev != 1)
 				fail_msg("%s: stage %d has %d devices", specs[k], s,
 					 p.stages[s].ndev);
 		plan_release(&p);
-		inst_release(&x);
+		instance_release(&x);
 	}
 }
 
@@ -406,14 +367,14 @@ static void test_straight_across_nodes(void **state)
  * of the plan it emits (and of data parallelism's), in seconds. */
 static int estimate(const char *m, const char *cl, double *est, double *sim, double *dp)
 {
-	struct inst x;
+	struct instance x;
 	struct plan p, q;
 	int nstages, replicated = 0;
 
-	inst_load_weak(&x, m, cl);
+	test_instance(&x, m, "0/dev", cl);
 	assert_int_equal(run("pipedream", &x, &p), AP_OK);
 	assert_int_equal(run("dp", &x, &q), AP_OK);
-	*est = 1e-3 * test_plan_stat(&p, "planner_est_ms");
+	*est = 1e-3 * test_present(p.est_ms, "planner_est_ms");
 	*sim = simulate(&x, &p);
 	*dp = 1e-3 * q.pred_iter_ms;
 	nstages = p.nstages;
@@ -424,7 +385,7 @@ static int estimate(const char *m, const char *cl, double *est, double *sim, dou
 		      1e3 * *sim, 1e3 * *dp);
 	plan_release(&p);
 	plan_release(&q);
-	inst_release(&x);
+	instance_release(&x);
 	return nstages;
 }
 

@@ -1,5 +1,5 @@
 /*
- * Tests of core/plan.c and core/plan_check.c: a plan survives a write and a
+ * Tests of the plan (core/plan*.c): a plan survives a write and a
  * read unchanged (long names included), the validator accepts
  * data-parallel and pipelined plans, and a table of broken plans is refused
  * with one message that names the file and the JSON field at fault (or the
@@ -138,21 +138,18 @@ static char *slurp(const char *path)
 static void set_op(struct plan *p, int i, int stage, int dn, int dc,
 		   const int *dev, int ndev)
 {
-	struct plan_op *o = &p->ops[i];
+	int deg[NDIMS] = { dn, dc, 1, 1, 1 };
 
-	o->stage = stage;
-	o->degree[DIM_N] = dn;
-	o->degree[DIM_C] = dc;
-	assert_int_equal(plan_set_devices(&o->devices, &o->ndev, dev, ndev), AP_OK);
+	assert_int_equal(ndev, dn * dc);
+	assert_int_equal(plan_op(p, i, stage, deg, dev), AP_OK);
 }
 
 static void set_stage(struct plan *p, int s, const int *dev, int ndev,
 		      const int *next, int nnext)
 {
-	struct plan_stage *ps = &p->stages[s];
-
-	assert_int_equal(plan_set_devices(&ps->devices, &ps->ndev, dev, ndev), AP_OK);
-	assert_int_equal(plan_set_devices(&ps->next, &ps->nnext, next, nnext), AP_OK);
+	assert_int_equal(plan_stage(p, s, dev, ndev, 0), AP_OK);
+	for (int e = 0; e < nnext; e++)
+		assert_int_equal(plan_link(p, s, next[e]), AP_OK);
 }
 
 /* Data parallelism on devices 0..ndev-1: one stage, n split ndev ways. */
@@ -180,8 +177,7 @@ static void make_pipeline(struct plan *p, const struct graph *g)
 	snprintf(p->cluster, sizeof p->cluster, "2x2:v100");
 	snprintf(p->profile, sizeof p->profile, "v100-analytic");
 	snprintf(p->planner, sizeof p->planner, "hand");
-	p->sched = SCHED_1F1B_ASYNC;
-	p->microbatches = 2;
+	plan_schedule(p, SCHED_1F1B_ASYNC, 2);
 	set_stage(p, 0, s0, 2, one, 1);
 	set_stage(p, 1, s1, 2, NULL, 0);
 	set_op(p, X, 0, 2, 1, s0, 2);
@@ -210,6 +206,10 @@ static void assert_plans_equal(const struct plan *a, const struct plan *b)
 	 * used here read back exactly. */
 	assert_true(a->search_s == b->search_s);
 	assert_int_equal(a->seed, b->seed);
+	/* the common statistics, NAN (absent) alike */
+	assert_true(a->est_ms == b->est_ms || (isnan(a->est_ms) && isnan(b->est_ms)));
+	assert_true(a->bound_ms == b->bound_ms || (isnan(a->bound_ms) && isnan(b->bound_ms)));
+	assert_true(a->gap == b->gap || (isnan(a->gap) && isnan(b->gap)));
 	assert_int_equal(a->nstats, b->nstats);
 	for (int i = 0; i < a->nstats; i++) {
 		assert_string_equal(a->stat_name[i], b->stat_name[i]);
@@ -259,19 +259,24 @@ static void test_stats(void **state)
 
 	(void)state;
 	plan_init(&p);
-	assert_int_equal(plan_set_stat(&p, "gap", 0.5), AP_OK);
-	assert_int_equal(plan_set_stat(&p, "bound_ms", 3), AP_OK);
-	assert_int_equal(plan_set_stat(&p, "gap", 0.25), AP_OK);
+	assert_int_equal(plan_set_stat(&p, "acceptance", 0.5), AP_OK);
+	assert_int_equal(plan_set_stat(&p, "lp_ms", 3), AP_OK);
+	assert_int_equal(plan_set_stat(&p, "acceptance", 0.25), AP_OK);
 	assert_int_equal(p.nstats, 2);
-	assert_string_equal(p.stat_name[0], "gap");
+	assert_string_equal(p.stat_name[0], "acceptance");
 	assert_true(p.stat_value[0] == 0.25);
-	assert_true(plan_stat(&p, "bound_ms") == 3);
+	assert_true(plan_stat(&p, "lp_ms") == 3);
 	assert_true(isnan(plan_stat(&p, "optimal")));
-	/* Names that would collide with "seconds"/"seed" or not fit. */
+	/* the common statistics are fields, absent until set */
+	assert_true(isnan(p.est_ms) && isnan(p.bound_ms) && isnan(p.gap));
+	/* Names of fields ("seconds", "seed", the common statistics), or
+	 * that do not fit. */
 	assert_int_equal(plan_set_stat(&p, "seed", 1), AP_EINPUT);
+	assert_int_equal(plan_set_stat(&p, "gap", 1), AP_EINPUT);
+	assert_int_equal(plan_set_stat(&p, "planner_est_ms", 1), AP_EINPUT);
 	assert_int_equal(plan_set_stat(&p, "a_statistic_name_of_32_characters", 1),
 			 AP_EINPUT);
-	assert_int_equal(plan_set_stat(&p, "gap", INFINITY), AP_EINPUT);
+	assert_int_equal(plan_set_stat(&p, "acceptance", INFINITY), AP_EINPUT);
 	assert_int_equal(p.nstats, 2);
 	plan_release(&p);
 	assert_int_equal(p.nstats, 0);
@@ -310,8 +315,9 @@ static void test_round_trip(void **state)
 	make_pipeline(&p, &e->g);
 	p.search_s = 1.25;
 	p.seed = 42;
-	assert_int_equal(plan_set_stat(&p, "bound_ms", 12.5), AP_OK);
-	assert_int_equal(plan_set_stat(&p, "gap", 0.1), AP_OK);
+	p.est_ms = 13.75;
+	p.bound_ms = 12.5;
+	p.gap = 0.1;
 	assert_int_equal(plan_set_stat(&p, "log_likelihood", -3.75), AP_OK);
 	assert_int_equal(plan_set_stat(&p, "proposals_per_s", 30000), AP_OK);
 	p.pred_iter_ms = 3.3125;

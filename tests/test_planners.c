@@ -13,6 +13,7 @@
 #include "planner.h"
 #include "sim.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 static const char *const models[] = {
@@ -21,45 +22,33 @@ static const char *const models[] = {
 };
 static const char *const clusters[] = { "pipedream-a", "cpu-1x4", "2x3:v100", "summit-8x4" };
 
-/* Planners that may refuse an instance for its size (with a message). */
+/* Planners that may refuse an instance for its size or find nothing in
+ * the test's short budget (with a message). */
 static int may_refuse(const char *planner)
 {
-	return !strcmp(planner, "exhaustive") || !strcmp(planner, "piper");
+	return !strcmp(planner, "exhaustive") || !strcmp(planner, "piper") ||
+	       !strcmp(planner, "ilp");
 }
 
-/* The model, the cluster and the cluster's shipped profile. */
-static void load(const char *model, const char *cspec, struct graph *g, struct cluster *c,
-		 struct profile *p)
-{
-	char dir[4096], rel[256];
-
-	if (model_load(model, 0, g) != AP_OK)
-		fail_msg("%s: %s", model, ap_last_error());
-	assert_int_equal(cluster_resolve(cspec, NULL, c), AP_OK);
-	snprintf(rel, sizeof rel, "profiles/%s", c->profile);
-	assert_int_equal(profile_load(datapath(dir, sizeof dir, rel), p), AP_OK);
-}
-
+/* The planner's plan of model on cspec (with the cluster's profile)
+ * without the driver's validation, which the tests do themselves. */
 static int make_plan(const struct planner *pl, const char *model, const char *cspec,
-		     struct graph *g, struct cluster *c, struct profile *p, struct plan *out)
+		     struct instance *x, struct plan *out)
 {
 	struct planner_input in;
 	struct planner_opts o = { 0 };
 	int rc;
 
-	load(model, cspec, g, c, p);
+	test_instance(x, model, NULL, cspec);
 	plan_init(out);
-	assert_int_equal(plan_alloc(out, g, 1), AP_OK);
-	planner_opts_complete(pl, &o);
 	/* A search's plan must validate whatever it found; how good it is
 	 * after how long is test_mcmc.c's question. */
 	if (!strcmp(pl->name, "mcmc"))
 		assert_int_equal(planner_opts_set(pl, &o, "proposals", "500", "test"), AP_OK);
-	in = (struct planner_input){ .g = g, .p = p, .c = c, .budget_s = 1, .seed = 1,
-				     .opts = &o };
-	rc = pl->plan(&in, out);
+	in = planner_input_of(x, 1, 1, &o);
+	rc = planner_seed(pl, &in, out);
 	if (rc == AP_OK)
-		snprintf(out->cluster, sizeof out->cluster, "%s", c->name);
+		snprintf(out->cluster, sizeof out->cluster, "%s", x->c.name);
 	return rc;
 }
 
@@ -85,89 +74,76 @@ static void test_every_plan_validates(void **state)
 	for (int k = 0; k < nplanners; k++)
 		for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
 			for (size_t c = 0; c < sizeof clusters / sizeof clusters[0]; c++) {
-				struct graph g;
-				struct cluster cl;
-				struct profile p;
+				struct instance x;
 				struct plan pl;
 
-				if (make_plan(planners[k], models[m], clusters[c], &g, &cl, &p, &pl)) {
+				if (make_plan(planners[k], models[m], clusters[c], &x, &pl)) {
 					if (may_refuse(planners[k]->name) &&
 					    (strstr(ap_last_error(), "small instances") ||
 					     strstr(ap_last_error(), "budget") ||
 					     strstr(ap_last_error(), "upsets"))) {
 						plan_release(&pl);
-						graph_release(&g);
-						profile_release(&p);
+						instance_release(&x);
 						continue;
 					}
 					fail_msg("%s on %s/%s: %s", planners[k]->name, models[m],
 						 clusters[c], ap_last_error());
 				}
-				if (plan_validate(&pl, &g, &cl, "plan") != AP_OK &&
-				    !refused_rightly(&g, &cl, &pl))
+				if (plan_validate(&pl, &x.g, &x.c, "plan") != AP_OK &&
+				    !refused_rightly(&x.g, &x.c, &pl))
 					fail_msg("%s on %s/%s: %s", planners[k]->name, models[m],
 						 clusters[c], ap_last_error());
 				plan_release(&pl);
-				graph_release(&g);
-				profile_release(&p);
+				instance_release(&x);
 			}
 	ap_err_quiet(0);
 }
 
 static void test_baseline_shapes(void **state)
 {
-	struct graph g;
-	struct cluster c;
-	struct profile p;
+	struct instance x;
 	struct plan pl;
 	int linears = 0;
 
 	(void)state;
-	assert_int_equal(make_plan(planner_find("single"), "alexnet", "pipedream-a", &g, &c,
-				   &p, &pl), AP_OK);
-	for (int i = 0; i < g.nops; i++) {
+	assert_int_equal(make_plan(planner_find("single"), "alexnet", "pipedream-a", &x, &pl), AP_OK);
+	for (int i = 0; i < x.g.nops; i++) {
 		assert_int_equal(pl.ops[i].ndev, 1);
 		assert_int_equal(pl.ops[i].devices[0], 0);
 	}
 	plan_release(&pl);
-	graph_release(&g);
-	profile_release(&p);
+	instance_release(&x);
 
 	/* 16 devices, batch 128: every op split 16 ways by samples */
-	assert_int_equal(make_plan(planner_find("dp"), "alexnet", "pipedream-a", &g, &c, &p,
-				   &pl), AP_OK);
-	for (int i = 0; i < g.nops; i++) {
+	assert_int_equal(make_plan(planner_find("dp"), "alexnet", "pipedream-a", &x, &pl), AP_OK);
+	for (int i = 0; i < x.g.nops; i++) {
 		assert_int_equal(pl.ops[i].degree[DIM_N], 16);
 		assert_int_equal(pl.ops[i].ndev, 16);
 	}
 	plan_release(&pl);
-	graph_release(&g);
-	profile_release(&p);
+	instance_release(&x);
 
 	/* a batch of 6 on 4 devices: dp uses the 3 that divide it */
-	assert_int_equal(make_plan(planner_find("dp"), "mlp", "cpu-1x4", &g, &c, &p, &pl),
+	assert_int_equal(make_plan(planner_find("dp"), "mlp", "cpu-1x4", &x, &pl),
 			 AP_OK);
-	assert_int_equal(graph_set_batch(&g, 6), AP_OK);
+	assert_int_equal(graph_set_batch(&x.g, 6), AP_OK);
 	plan_release(&pl);
 	plan_init(&pl);
-	assert_int_equal(plan_alloc(&pl, &g, 1), AP_OK);
 	{
-		struct planner_input in = { .g = &g, .p = &p, .c = &c, .budget_s = 1 };
+		struct planner_input in = planner_input_of(&x, 1, 0, NULL);
 
-		assert_int_equal(planner_find("dp")->plan(&in, &pl), AP_OK);
+		assert_int_equal(planner_seed(planner_find("dp"), &in, &pl), AP_OK);
 	}
 	assert_int_equal(pl.ops[0].degree[DIM_N], 3);
 	assert_int_equal(pl.stages[0].ndev, 3);
 	plan_release(&pl);
-	graph_release(&g);
-	profile_release(&p);
+	instance_release(&x);
 
 	/* owt: convolutions by samples, fully-connected layers by features
 	 * over all 16 devices, their ReLUs and dropouts following them */
-	assert_int_equal(make_plan(planner_find("owt"), "alexnet", "pipedream-a", &g, &c, &p,
-				   &pl), AP_OK);
-	for (int i = 0; i < g.nops; i++) {
-		const struct op *op = &g.ops[i];
+	assert_int_equal(make_plan(planner_find("owt"), "alexnet", "pipedream-a", &x, &pl), AP_OK);
+	for (int i = 0; i < x.g.nops; i++) {
+		const struct op *op = &x.g.ops[i];
 
 		if (op->kind == OP_CONV2D) {
 			assert_int_equal(pl.ops[i].degree[DIM_N], 16);
@@ -181,13 +157,12 @@ static void test_baseline_shapes(void **state)
 					 op->a.out == 1000 ? 10 : 16);
 		}
 		if (op->kind == OP_RELU && op->in[0] >= 0 &&
-		    g.ops[op->in[0]].kind == OP_LINEAR)
+		    x.g.ops[op->in[0]].kind == OP_LINEAR)
 			assert_int_equal(pl.ops[i].degree[DIM_C], pl.ops[op->in[0]].degree[DIM_C]);
 	}
 	assert_int_equal(linears, 3);
 	plan_release(&pl);
-	graph_release(&g);
-	profile_release(&p);
+	instance_release(&x);
 }
 
 static void test_registry(void **state)
@@ -233,30 +208,28 @@ static double simulated(const char *planner, const char *model, const char *cspe
 {
 	const struct planner *pln;
 	struct planner_opts o;
-	struct graph g;
-	struct cluster c;
-	struct profile p;
+	struct instance x;
 	struct plan pl;
 	struct planner_input in;
 	struct sim s;
 	struct sim_result r;
 	double t = INFINITY;
 
-	load(model, cspec, &g, &c, &p);
+	test_instance(&x, model, NULL, cspec);
 	plan_init(&pl);
 	assert_int_equal(planner_parse(planner, "test", &pln, &o), AP_OK);
-	in = (struct planner_input){ .g = &g, .p = &p, .c = &c, .budget_s = 60, .seed = 1,
-				     .opts = &o };
-	if (planner_run(pln, &in, c.profile, &pl) == AP_OK) {
-		assert_int_equal(sim_init(&s, &g, &p, &c), AP_OK);
+	/* a cap only: the searches take well under a second, but the
+	 * sanitizer build on a busy machine is many times slower */
+	in = planner_input_of(&x, 600, 1, &o);
+	if (planner_run(pln, &in, x.profile, &pl) == AP_OK) {
+		assert_int_equal(sim_init(&s, &x.g, &x.p, &x.c), AP_OK);
 		assert_int_equal(sim_run(&s, &pl, NULL, &r), AP_OK);
 		if (r.peak_mem_bytes <= r.mem_bytes)
 			t = r.iter_s;
 		sim_release(&s);
 	}
 	plan_release(&pl);
-	profile_release(&p);
-	graph_release(&g);
+	instance_release(&x);
 	return t;
 }
 
@@ -298,6 +271,7 @@ static void test_options(void **state)
 	static const char *const bad[] = {
 		"exhaustive:nosuch", "exhaustive:whole=3", "exhaustive:max-microbatches",
 		"exhaustive:max-microbatches=x", "exhaustive:max-microbatches=1.5", "nosuch:whole",
+		"exhaustive:max-microbatches=3000000000",
 	};
 	const struct planner *pl;
 	struct planner_opts o;
@@ -332,6 +306,51 @@ static void test_options(void **state)
 	assert_int_equal(WEXITSTATUS(system(cmd)), 2);
 }
 
+/* Whether reading option `name` of exhaustive by type t (0 flag, 1
+ * integer, 2 number, 3 choice) aborts, in a child process. */
+static int read_aborts(const struct planner_input *in, int t, const char *name)
+{
+	pid_t pid = fork();
+	int ws;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fclose(stderr); /* the message is the planner author's */
+		if (t == 0)
+			_exit(planner_flag(in, name) < 0);
+		if (t == 1)
+			_exit(planner_int(in, name) < 0);
+		if (t == 2)
+			_exit(planner_real(in, name) < 0);
+		_exit(planner_choice(in, name) == NULL);
+	}
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	return WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT;
+}
+
+/* A planner reads its options by their declared type, given or default;
+ * a name its table lacks, or the wrong type, is caught at once. */
+static void test_option_readers(void **state)
+{
+	struct planner_opts o;
+	struct planner_input in = { .planner = planner_find("exhaustive") };
+
+	(void)state;
+	assert_int_equal(planner_int(&in, "max-microbatches"), 8);
+	assert_string_equal(planner_choice(&in, "schedule"), "1f1b");
+	assert_int_equal(planner_flag(&in, "whole"), 0);
+	assert_int_equal(planner_parse("exhaustive:max-microbatches=3,whole,schedule=1f1b-async",
+				       "t", &in.planner, &o), AP_OK);
+	in.opts = &o;
+	assert_int_equal(planner_int(&in, "max-microbatches"), 3);
+	assert_string_equal(planner_choice(&in, "schedule"), "1f1b-async");
+	assert_int_equal(planner_flag(&in, "whole"), 1);
+	assert_true(read_aborts(&in, 1, "max-microbatch"));
+	assert_true(read_aborts(&in, 2, "max-microbatches"));
+	assert_true(read_aborts(&in, 0, "schedule"));
+	assert_false(read_aborts(&in, 1, "max-microbatches"));
+}
+
 /* Krizhevsky's rationale: FC-heavy models on a slow network train faster
  * with model-parallel FC layers than with data parallelism. */
 static void test_owt_beats_dp(void **state)
@@ -358,6 +377,7 @@ int main(void)
 		cmocka_unit_test(test_exhaustive_oracle),
 		cmocka_unit_test(test_owt_beats_dp),
 		cmocka_unit_test(test_options),
+		cmocka_unit_test(test_option_readers),
 	};
 
 	return cmocka_run_group_tests_name("planners", tests, NULL, NULL);

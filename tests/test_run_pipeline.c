@@ -1,6 +1,6 @@
 /*
- * `autopar run` on pipelines, which no planner of this tree makes yet:
- * every small model as a chain of two stages under GPipe and 1F1B, as two
+ * `autopar run` on pipelines made by hand, beside those the planners make
+ * (test_run_4ranks.c): every small model as a chain of two stages under GPipe and 1F1B, as two
  * replicated stages on four ranks, and under PipeDream's asynchronous
  * 1F1B (checked against the single-process simulation of weight
  * stashing); branchy_small as a DAG of stages whose branches run on

@@ -36,7 +36,6 @@ static void random_plan(const char *model, uint64_t seed, const char *path)
 {
 	struct graph g;
 	struct plan p;
-	int all[4] = { 0, 1, 2, 3 };
 
 	graph_init(&g);
 	plan_init(&p);
@@ -44,7 +43,7 @@ static void random_plan(const char *model, uint64_t seed, const char *path)
 	assert_int_equal(plan_alloc(&p, &g, 1), 0);
 	snprintf(p.cluster, sizeof p.cluster, "cpu-1x4");
 	snprintf(p.planner, sizeof p.planner, "test-random");
-	assert_int_equal(plan_set_devices(&p.stages[0].devices, &p.stages[0].ndev, all, 4), 0);
+	assert_int_equal(plan_one_stage(&p, 4, SCHED_GPIPE, 1), 0);
 	for (int i = 0; i < g.nops; i++) {
 		struct pick pk = { .g = &g, .i = i, .key = seed };
 		int dev[4], n = 1;
@@ -52,13 +51,12 @@ static void random_plan(const char *model, uint64_t seed, const char *path)
 		for (int d = 0; d < NDIMS; d++)
 			pk.chosen[d] = 1;
 		assert_int_equal(for_each_degree(&g.ops[i], 4, consider, &pk), 0);
-		memcpy(p.ops[i].degree, pk.chosen, sizeof pk.chosen);
 		for (int d = 0; d < NDIMS; d++)
 			n *= pk.chosen[d];
 		/* n distinct devices, from a random rotation */
 		for (int k = 0; k < n; k++)
 			dev[k] = (int)((k + rng_key(seed, 77, (uint64_t)i) % 4) % 4);
-		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, dev, n), 0);
+		assert_int_equal(plan_op(&p, i, 0, pk.chosen, dev), 0);
 	}
 	assert_int_equal(plan_write(&p, &g, path), 0);
 	plan_release(&p);

@@ -91,7 +91,8 @@ static void test_pipeline_same_stage(void **state)
 	char plan[1024];
 	struct graph g;
 	struct plan p;
-	int dev[2] = { 0, 1 }, next = 1;
+	static const int one[NDIMS] = { 1, 1, 1, 1, 1 };
+	int dev[2] = { 0, 1 };
 
 	(void)state;
 	graph_init(&g);
@@ -100,17 +101,14 @@ static void test_pipeline_same_stage(void **state)
 	assert_int_equal(plan_alloc(&p, &g, 2), 0);
 	snprintf(p.cluster, sizeof p.cluster, "cpu-1x2");
 	snprintf(p.planner, sizeof p.planner, "test-pipeline");
-	p.sched = SCHED_1F1B;
-	p.microbatches = 4;
+	plan_schedule(&p, SCHED_1F1B, 4);
 	for (int s = 0; s < 2; s++)
-		assert_int_equal(plan_set_devices(&p.stages[s].devices, &p.stages[s].ndev,
-						  &dev[s], 1), 0);
-	assert_int_equal(plan_set_devices(&p.stages[0].next, &p.stages[0].nnext, &next, 1), 0);
+		assert_int_equal(plan_stage(&p, s, &dev[s], 1, 0), 0);
+	assert_int_equal(plan_chain(&p), 0);
 	for (int i = 0; i < g.nops; i++) {
 		int s = g.ops[i].kind == OP_LOSS;
 
-		p.ops[i].stage = s;
-		assert_int_equal(plan_set_devices(&p.ops[i].devices, &p.ops[i].ndev, &dev[s], 1), 0);
+		assert_int_equal(plan_op(&p, i, s, one, &dev[s]), 0);
 	}
 	snprintf(plan, sizeof plan, "%s/tied-1f1b.json", tmp_dir());
 	assert_int_equal(plan_write(&p, &g, plan), 0);

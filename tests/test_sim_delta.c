@@ -129,38 +129,26 @@ static void same_result(const struct sim_result *a, const struct sim_result *b, 
 static void proposals(const char *name, const char *spec, int nstages, int n, int lean)
 {
 	const struct sim_opts o = { .optimizer = SIM_SGD, .lean = lean };
-	struct graph g;
-	struct cluster c;
-	struct profile p;
+	struct instance x;
 	struct plan pl;
 	struct plan_op old;
 	struct sim sd, sf, sn;
 	struct sim_result rd, rf, rn;
-	char csv[4096], dir[4096];
 	int ndev, last = -1;
 
-	graph_init(&g);
 	plan_init(&pl);
 	memset(&old, 0, sizeof old);
-	if (model_load(name, 0, &g) || cluster_resolve(spec,
-	    datapath(csv, sizeof csv, "profiles/clusters.csv"), &c) ||
-	    profile_load(profile_dir(dir, sizeof dir, c.profile), &p))
-		fail_msg("%s", ap_last_error());
-	ndev = cluster_ndevices(&c);
-	assert_int_equal(plan_alloc(&pl, &g, nstages), AP_OK);
-	for (int k = 0; k + 1 < nstages; k++) {
-		int next = k + 1;
-
-		assert_int_equal(plan_set_devices(&pl.stages[k].next, &pl.stages[k].nnext,
-						  &next, 1), AP_OK);
+	test_instance(&x, name, NULL, spec);
+	ndev = cluster_ndevices(&x.c);
+	assert_int_equal(plan_alloc(&pl, &x.g, nstages), AP_OK);
+	assert_int_equal(plan_chain(&pl), AP_OK);
+	for (int i = 0; i < x.g.nops; i++) {
+		pl.ops[i].stage = i * nstages / x.g.nops;
+		random_config(&x.g, i, ndev, &pl.ops[i]);
 	}
-	for (int i = 0; i < g.nops; i++) {
-		pl.ops[i].stage = i * nstages / g.nops;
-		random_config(&g, i, ndev, &pl.ops[i]);
-	}
-	assert_int_equal(sim_init(&sd, &g, &p, &c), AP_OK);
-	assert_int_equal(sim_init(&sf, &g, &p, &c), AP_OK);
-	assert_int_equal(sim_init(&sn, &g, &p, &c), AP_OK);
+	assert_int_equal(sim_init(&sd, &x.g, &x.p, &x.c), AP_OK);
+	assert_int_equal(sim_init(&sf, &x.g, &x.p, &x.c), AP_OK);
+	assert_int_equal(sim_init(&sn, &x.g, &x.p, &x.c), AP_OK);
 	assert_int_equal(sim_run(&sd, &pl, &o, &rd), AP_OK);
 	for (int step = 0; step < n; step++) {
 		int ops[2], nops = 1, u = rand_below(10);
@@ -179,21 +167,21 @@ static void proposals(const char *name, const char *spec, int nstages, int n, in
 			if (u == 2) {
 				/* a search's next proposal, which may be
 				 * rejected in turn */
-				ops[0] = last = rand_below(g.nops);
+				ops[0] = last = rand_below(x.g.nops);
 				copy_op(&old, &pl.ops[last]);
-				random_config(&g, ops[0], ndev, &pl.ops[ops[0]]);
+				random_config(&x.g, ops[0], ndev, &pl.ops[ops[0]]);
 				nops = 1;
 			}
 		} else {
-			ops[0] = rand_below(g.nops);
+			ops[0] = rand_below(x.g.nops);
 			copy_op(&old, &pl.ops[ops[0]]);
 			last = ops[0];
 			if (u != 3)
-				random_config(&g, ops[0], ndev, &pl.ops[ops[0]]);
+				random_config(&x.g, ops[0], ndev, &pl.ops[ops[0]]);
 			if (u == 4) {
 				/* two at once: the undo and the next proposal */
-				ops[1] = rand_below(g.nops);
-				random_config(&g, ops[1], ndev, &pl.ops[ops[1]]);
+				ops[1] = rand_below(x.g.nops);
+				random_config(&x.g, ops[1], ndev, &pl.ops[ops[1]]);
 				nops = 2;
 				last = -1;
 			}
@@ -214,8 +202,7 @@ static void proposals(const char *name, const char *spec, int nstages, int n, in
 	sim_release(&sn);
 	free(old.devices);
 	plan_release(&pl);
-	profile_release(&p);
-	graph_release(&g);
+	instance_release(&x);
 }
 
 static void test_alexnet(void **state)
@@ -259,41 +246,32 @@ static void test_stages(void **state)
  * simulated in full, with the same result. */
 static void test_fallback(void **state)
 {
-	struct graph g;
-	struct cluster c;
-	struct profile p;
+	struct instance x;
 	struct plan pl;
 	struct sim sd, sf;
 	struct sim_result rd, rf;
-	char csv[4096], dir[4096];
 	int op = 3, dev = 2;
 
 	(void)state;
-	graph_init(&g);
 	plan_init(&pl);
-	if (model_load("alexnet", 0, &g) || cluster_resolve("1x4:v100",
-	    datapath(csv, sizeof csv, "profiles/clusters.csv"), &c) ||
-	    profile_load(profile_dir(dir, sizeof dir, c.profile), &p))
-		fail_msg("%s", ap_last_error());
-	assert_int_equal(plan_alloc(&pl, &g, 1), AP_OK);
+	test_instance(&x, "alexnet", NULL, "1x4:v100");
+	assert_int_equal(plan_alloc(&pl, &x.g, 1), AP_OK);
 	pl.microbatches = 4;
-	assert_int_equal(sim_init(&sd, &g, &p, &c), AP_OK);
-	assert_int_equal(sim_init(&sf, &g, &p, &c), AP_OK);
+	assert_int_equal(sim_init(&sd, &x.g, &x.p, &x.c), AP_OK);
+	assert_int_equal(sim_init(&sf, &x.g, &x.p, &x.c), AP_OK);
 	assert_int_equal(sim_run(&sd, &pl, NULL, &rd), AP_OK);
-	assert_int_equal(plan_set_devices(&pl.ops[op].devices, &pl.ops[op].ndev, &dev, 1),
-			 AP_OK);
+	assert_int_equal(plan_op(&pl, op, 0, pl.ops[op].degree, &dev), AP_OK);
 	assert_int_equal(sim_delta(&sd, &pl, &op, 1, &rd), AP_OK);
 	assert_int_equal(sim_run(&sf, &pl, NULL, &rf), AP_OK);
 	same_result(&rd, &rf, 0);
-	op = g.nops;
+	op = x.g.nops;
 	ap_err_quiet(1);
 	assert_int_equal(sim_delta(&sd, &pl, &op, 1, &rd), AP_EINPUT);
 	ap_err_quiet(0);
 	sim_release(&sd);
 	sim_release(&sf);
 	plan_release(&pl);
-	profile_release(&p);
-	graph_release(&g);
+	instance_release(&x);
 }
 
 int main(void)

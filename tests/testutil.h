@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <math.h>
 
+#include "err.h"
+#include "instance.h"
 #include "plan.h"
 
 /* A per-process temporary directory, made on first use. */
@@ -50,6 +52,14 @@ static inline const char *tmp_write(const char *name, const char *text)
 	fputs(text, f);
 	fclose(f);
 	return p;
+}
+
+/* Run from the top of the source tree, a test finds the data there
+ * without AUTOPAR_DATA (which `make test` sets). */
+__attribute__((constructor)) static void test_data_default(void)
+{
+	if (!getenv("AUTOPAR_DATA") && access("models/FORMAT.md", R_OK) == 0)
+		setenv("AUTOPAR_DATA", ".", 0);
 }
 
 /* The binary under test: AUTOPAR_BIN, else bin/autopar. */
@@ -92,6 +102,15 @@ static inline int test_autopar(const char *args, int both, char *out, size_t len
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A common statistic of a plan (plan.h: est_ms, bound_ms, gap), which the
+ * test fails without (NAN). */
+static inline double test_present(double v, const char *name)
+{
+	if (isnan(v))
+		fail_msg("plan has no '%s'", name);
+	return v;
+}
+
 /* The plan's search statistic `name`; the test fails when it has none. */
 static inline double test_plan_stat(const struct plan *p, const char *name)
 {
@@ -100,6 +119,19 @@ static inline double test_plan_stat(const struct plan *p, const char *name)
 	if (isnan(v))
 		fail_msg("plan has no statistic '%s'", name);
 	return v;
+}
+
+/* Loads model at the batch `batch` ("N" or "N/dev" as -b takes it; NULL:
+ * the model's own) on cluster with the profile the cluster names, as the
+ * commands do; the test fails with the reason when it does not load. */
+static inline void test_instance(struct instance *x, const char *model, const char *batch,
+				 const char *cluster)
+{
+	struct batch_spec b = { 0, 0 };
+
+	if ((batch && batch_spec_parse(batch, "test", 0, &b)) ||
+	    instance_load(x, model, &b, cluster, NULL))
+		fail_msg("%s on %s: %s", model, cluster, ap_last_error());
 }
 
 #endif

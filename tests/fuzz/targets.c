@@ -240,7 +240,7 @@ static int run_cluster(const uint8_t *data, size_t size)
 	return rc;
 }
 
-/* (5) A plan JSON (core/plan.c) read against models/mlp.model: peeked as
+/* (5) A plan JSON (core/plan_read.c) read against models/mlp.model: peeked as
  * `autopar sim` does first, read, then checked against 1x2:v100. */
 static int run_plan(const uint8_t *data, size_t size)
 {
