@@ -1,10 +1,10 @@
 /*
  * The cost model of the ILP planner (ilp_model.c), shared by the planner
- * (ilp.c, which turns it into a mixed-integer program for GLPK) and the
- * tests (which enumerate it by brute force).  An instance fixes the number
- * of pipeline stages K (equal blocks of `per` devices, chained) and of
- * micro-batches m; its decisions are, per group of operators, a stage and
- * one configuration out of a candidate set.
+ * (ilp.c and ilp_program.c, which turn it into mixed-integer programs for
+ * GLPK) and the tests (which enumerate it by brute force).  An instance
+ * fixes the number of pipeline stages K (equal blocks of `per` devices,
+ * chained) and of micro-batches m; its decisions are, per group of
+ * operators, a stage and one configuration out of a candidate set.
  *
  * Groups: element-wise and other cheap operators (activations, dropout,
  * add, mul, batch norm, pooling) are folded into their producer when they
