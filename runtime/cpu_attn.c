@@ -65,33 +65,45 @@ static int attn_fwd(const struct kern *kn, struct kbufs *b)
 	float scale = 1.0f / sqrtf((float)a.hd);
 
 	memset(b->ws + a.ctx, 0, (size_t)(a.n * a.lq * a.c) * sizeof(float));
+	/* the projections of every sample at once: one GEMM each (the
+	 * queries of a shard split along l are a band of each sample's rows,
+	 * not one block, so they go sample by sample) */
+	if (a.qoff == 0 && a.lq == a.l0)
+		project(b->in[0], a.n * a.lq, a.c, a.cn, mat_of(&a, b->w, 0),
+			bias_of(kn, &a, b->w, 0), b->ws + a.q);
+	else
+		for (int64_t s = 0; s < a.n; s++)
+			project(b->in[0] + (s * a.l0 + a.qoff) * a.c, a.lq, a.c, a.cn,
+				mat_of(&a, b->w, 0), bias_of(kn, &a, b->w, 0),
+				b->ws + a.q + s * a.lq * a.cn);
+	project(xkv, a.n * a.lk, a.c, a.cn, mat_of(&a, b->w, 1), bias_of(kn, &a, b->w, 1),
+		b->ws + a.k);
+	project(xkv, a.n * a.lk, a.c, a.cn, mat_of(&a, b->w, 2), bias_of(kn, &a, b->w, 2),
+		b->ws + a.v);
 	for (int64_t s = 0; s < a.n; s++) {
-		const float *xq = b->in[0] + (s * a.l0 + a.qoff) * a.c, *xk = xkv + s * a.lk * a.c;
 		float *q = b->ws + a.q + s * a.lq * a.cn, *k = b->ws + a.k + s * a.lk * a.cn;
 		float *v = b->ws + a.v + s * a.lk * a.cn;
 		float *ctx = b->ws + a.ctx + s * a.lq * a.c + a.c0;
 
-		project(xq, a.lq, a.c, a.cn, mat_of(&a, b->w, 0), bias_of(kn, &a, b->w, 0), q);
-		project(xk, a.lk, a.c, a.cn, mat_of(&a, b->w, 1), bias_of(kn, &a, b->w, 1), k);
-		project(xk, a.lk, a.c, a.cn, mat_of(&a, b->w, 2), bias_of(kn, &a, b->w, 2), v);
 		for (int64_t h = 0; h < a.heads; h++) {
 			float *p = b->ws + a.p + (s * a.heads + h) * a.lq * a.lk;
 
 			cpu_gemm(0, 1, (int)a.lq, (int)a.lk, (int)a.hd, scale, q + h * a.hd,
 				 (int)a.cn, k + h * a.hd, (int)a.cn, 0.0f, p, (int)a.lk);
 			for (int64_t i = 0; i < a.lq; i++) {
-				float *row = p + i * a.lk, mx = -INFINITY;
-				double sum = 0;
+				float *row = p + i * a.lk;
 				/* causal: the keys up to the query's own position */
 				int64_t lim = attn_first_lim(kn, &a) + i;
+				double inv;
 
 				lim = lim > a.lk ? a.lk : lim;
-				for (int64_t j = 0; j < lim; j++)
-					mx = row[j] > mx ? row[j] : mx;
-				for (int64_t j = 0; j < lim; j++)
-					sum += exp((double)row[j] - mx);
-				for (int64_t j = 0; j < a.lk; j++)
-					row[j] = j < lim ? (float)(exp((double)row[j] - mx) / sum) : 0.0f;
+				lim = lim < 0 ? 0 : lim;
+				if (lim > 0) {
+					inv = 1.0 / cpu_exp_sum(row, cpu_max(row, lim), row, lim);
+					for (int64_t j = 0; j < lim; j++)
+						row[j] = (float)(row[j] * inv);
+				}
+				memset(row + lim, 0, (size_t)(a.lk - lim) * sizeof *row);
 			}
 			cpu_gemm(0, 0, (int)a.lq, (int)a.hd, (int)a.lk, 1.0f, p, (int)a.lk,
 				 v + h * a.hd, (int)a.cn, 0.0f, ctx + h * a.hd, (int)a.c);
@@ -99,9 +111,8 @@ static int attn_fwd(const struct kern *kn, struct kbufs *b)
 	}
 	if (attn_across_heads(&a, b, b->ws + a.ctx))
 		return -1;
-	for (int64_t s = 0; s < a.n; s++)
-		project(b->ws + a.ctx + s * a.lq * a.c, a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
-			bias_of(kn, &a, b->w, 3), b->out + s * a.lq * a.cn);
+	project(b->ws + a.ctx, a.n * a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
+		bias_of(kn, &a, b->w, 3), b->out);
 	return 0;
 }
 
@@ -188,10 +199,8 @@ static int attn_bwd(const struct kern *kn, struct kbufs *b)
 			memset(b->din[kk], 0, (size_t)shape_elems(&kn->in[kk]) * sizeof(float));
 	/* the output projection: dctx = dy Wo, a partial sum when c-split */
 	memset(b->ws + a.dctx, 0, (size_t)(a.n * a.lq * a.c) * sizeof(float));
-	for (int64_t s = 0; s < a.n; s++)
-		project_bwd(b->ws + a.ctx + s * a.lq * a.c, a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
-			    b->dout + s * a.lq * a.cn, dmat_of(&a, b->dw, 3),
-			    dbias_of(kn, &a, b->dw, 3), b->ws + a.dctx + s * a.lq * a.c);
+	project_bwd(b->ws + a.ctx, a.n * a.lq, a.c, a.cn, mat_of(&a, b->w, 3), b->dout,
+		    dmat_of(&a, b->dw, 3), dbias_of(kn, &a, b->dw, 3), b->ws + a.dctx);
 	if (attn_across_heads(&a, b, b->ws + a.dctx))
 		return -1;
 	for (int64_t s = 0; s < a.n; s++)

@@ -4,8 +4,11 @@
  * c-split shard holds a contiguous slice of output channels), max and
  * average pooling (PyTorch's semantics: padding never wins a max, the
  * average counts padded cells) and adaptive average pooling with PyTorch's
- * bins.  The workspace of conv2d is one sample's column matrix; maxpool's
- * holds the arg-max of every output for the backward.
+ * bins.  The workspace of conv2d is one sample's column matrix (the
+ * columns of several samples for one GEMM per group over them measured
+ * slower on small layers: they leave the cache, and the product must be
+ * reordered into the output); maxpool's holds the arg-max of every output
+ * for the backward.
  */
 #include "cpu_kern.h"
 
@@ -53,16 +56,17 @@ static int64_t conv_ws(const struct kern *k)
 }
 
 /* The output columns x whose input column x*sw - pw + j lies inside the
- * input: [*x0, *x1).  Hoisting the bounds out of the inner loops leaves
- * them branch-free. */
+ * input: [*x0, *x1), the first x with x*sw >= pw - j and the first with
+ * x*sw >= w + pw - j, clipped to [0, ow].  Hoisting the bounds out of the
+ * inner loops leaves them branch-free. */
 static void inside(int64_t ow, int64_t w, int s, int64_t p, int j, int64_t *x0, int64_t *x1)
 {
-	*x0 = 0;
-	while (*x0 < ow && *x0 * s - p + j < 0)
-		(*x0)++;
-	*x1 = *x0;
-	while (*x1 < ow && *x1 * s - p + j < w)
-		(*x1)++;
+	int64_t a0 = p - j, a1 = w + p - j;
+
+	*x0 = a0 > 0 ? (a0 + s - 1) / s : 0;
+	*x0 = *x0 < ow ? *x0 : ow;
+	*x1 = a1 > 0 ? (a1 + s - 1) / s : 0;
+	*x1 = *x1 < *x0 ? *x0 : *x1 < ow ? *x1 : ow;
 }
 
 /* col[(ci, i, j)][(y, x)] = x[ci][y*sh - ph + i][x*sw - pw + j], 0 outside */
@@ -88,12 +92,13 @@ static void im2col(const struct conv *d, const float *x, int64_t cg, float *col)
 						continue;
 					}
 					src = x + (ci * d->h + iy) * d->w;
-					for (int64_t xo = 0; xo < x0; xo++)
-						r[xo] = 0.0f;
-					for (int64_t xo = x0; xo < x1; xo++)
-						r[xo] = src[xo * d->sw + off];
-					for (int64_t xo = x1; xo < d->ow; xo++)
-						r[xo] = 0.0f;
+					memset(r, 0, (size_t)x0 * sizeof *r);
+					if (d->sw == 1)
+						memcpy(r + x0, src + x0 + off, (size_t)(x1 - x0) * sizeof *r);
+					else
+						for (int64_t xo = x0; xo < x1; xo++)
+							r[xo] = src[xo * d->sw + off];
+					memset(r + x1, 0, (size_t)(d->ow - x1) * sizeof *r);
 				}
 			}
 }
@@ -118,9 +123,13 @@ static void col2im(const struct conv *d, const float *col, int64_t cg, float *dx
 
 					if (iy < 0 || iy >= d->h)
 						continue;
-					dst = dx + (ci * d->h + iy) * d->w;
-					for (int64_t xo = x0; xo < x1; xo++)
-						dst[xo * d->sw + off] += r[xo];
+					dst = dx + (ci * d->h + iy) * d->w + off;
+					if (d->sw == 1)
+						for (int64_t xo = x0; xo < x1; xo++)
+							dst[xo] += r[xo];
+					else
+						for (int64_t xo = x0; xo < x1; xo++)
+							dst[xo * d->sw] += r[xo];
 				}
 			}
 }
@@ -202,6 +211,11 @@ static int64_t maxpool_ws(const struct kern *k)
 	return shape_elems(&k->out);
 }
 
+/* Window cell by window cell across an output row: the cells an output
+ * column x sees are those with x in inside()'s range, so the loop over x
+ * has no bounds test, and a cell wins, as in a plain scan of the window
+ * in row-major order, when it is the window's first or strictly greater
+ * than the best so far: a select, not a branch on the data. */
 static int maxpool_fwd(const struct kern *k, struct kbufs *b)
 {
 	struct conv d = conv_dims(k);
@@ -209,26 +223,33 @@ static int maxpool_fwd(const struct kern *k, struct kbufs *b)
 	for (int64_t p = 0; p < planes(k); p++) {
 		const float *x = b->in[0] + p * d.h * d.w;
 
-		for (int64_t y = 0; y < d.oh; y++)
+		for (int64_t y = 0; y < d.oh; y++) {
+			float *best = b->out + (p * d.oh + y) * d.ow;
+			float *arg = b->ws + (p * d.oh + y) * d.ow;
+
 			for (int64_t xo = 0; xo < d.ow; xo++) {
-				float best = -FLT_MAX;
-				int64_t arg = -1, o = (p * d.oh + y) * d.ow + xo;
-
-				for (int i = 0; i < d.kh; i++)
-					for (int j = 0; j < d.kw; j++) {
-						int64_t iy = y * d.sh - d.ph + i;
-						int64_t ix = xo * d.sw - d.pw + j;
-
-						if (iy < 0 || iy >= d.h || ix < 0 || ix >= d.w)
-							continue;
-						if (arg < 0 || x[iy * d.w + ix] > best) {
-							best = x[iy * d.w + ix];
-							arg = iy * d.w + ix;
-						}
-					}
-				b->out[o] = best;
-				b->ws[o] = (float)arg;
+				best[xo] = -FLT_MAX;
+				arg[xo] = -1.0f;
 			}
+			for (int i = 0; i < d.kh; i++) {
+				int64_t iy = y * d.sh - d.ph + i;
+
+				if (iy < 0 || iy >= d.h)
+					continue;
+				for (int j = 0; j < d.kw; j++) {
+					int64_t x0, x1, at = iy * d.w + j - d.pw;
+
+					inside(d.ow, d.w, d.sw, d.pw, j, &x0, &x1);
+					for (int64_t xo = x0; xo < x1; xo++) {
+						float v = x[at + xo * d.sw];
+						int win = (v > best[xo]) | (arg[xo] < 0.0f);
+
+						best[xo] = cpu_select(v, best[xo], win);
+						arg[xo] = cpu_select((float)(at + xo * d.sw), arg[xo], win);
+					}
+				}
+			}
+		}
 	}
 	return 0;
 }

@@ -49,26 +49,15 @@ static int64_t nel(const struct kern *k)
 #define INV_SQRT2 0.70710678118654752f
 #define INV_SQRT2PI 0.39894228040143268f
 
-/* relu through a bit mask, not a branch: the signs of activations are a
- * coin toss to a branch predictor, and compilers keep `x > 0 ? x : 0` a
- * branch (it is not max(x, 0) for every NaN and signed zero) */
-static inline float keep_if(float v, int cond)
-{
-	uint32_t u;
-
-	memcpy(&u, &v, sizeof u);
-	u &= -(uint32_t)cond;
-	memcpy(&v, &u, sizeof v);
-	return v;
-}
-
+/* relu through a bit mask, not a branch (cpu_keep_if): the signs of
+ * activations are a coin toss to a branch predictor */
 static int relu_fwd(const struct kern *k, struct kbufs *b)
 {
 	const float *restrict in = b->in[0];
 	float *restrict out = b->out;
 
 	for (int64_t i = 0, n = nel(k); i < n; i++)
-		out[i] = keep_if(in[i], in[i] > 0.0f);
+		out[i] = cpu_keep_if(in[i], in[i] > 0.0f);
 	return 0;
 }
 
@@ -80,7 +69,7 @@ static int relu_bwd(const struct kern *k, struct kbufs *b)
 	if (!dx)
 		return 0;
 	for (int64_t i = 0, n = nel(k); i < n; i++)
-		dx[i] = keep_if(dy[i], in[i] > 0.0f);
+		dx[i] = cpu_keep_if(dy[i], in[i] > 0.0f);
 	return 0;
 }
 

@@ -3,12 +3,14 @@
  * as the executor calls them: every backward against central finite
  * differences of its forward (the loss sum(out x R) for a random R,
  * summed in double), and the forwards of the kernels with real arithmetic
- * (conv2d, linear, attention, layernorm, softmax, the loss) against plain
- * reference loops written here in double.
+ * (conv2d, maxpool, linear, attention, layernorm, softmax, the loss)
+ * against plain reference loops written here in double, and the float exp
+ * the softmax kernels share against the C library's.
  */
 #include "testutil.h"
 
 #include "backend.h"
+#include "cpu_kern.h"
 #include "model_io.h"
 #include "params.h"
 #include "region.h"
@@ -241,6 +243,10 @@ static void test_grad_norm(void **state)
 	grad_check(M("input x c=4 l=5\nsoftmax y x dim=c\n"), "y");
 	grad_check(M("input x c=7\nloss y x\n"), "y");
 	grad_check(M("input x l=3 c=7\nloss y x\n"), "y");
+	/* whole blocks of lanes and a tail; a strided line (c before l) */
+	grad_check(M("input x l=2 c=21\nsoftmax y x\n"), "y");
+	grad_check(M("input x l=2 c=21\nloss y x\n"), "y");
+	grad_check(M("input x c=19 l=3\nloss y x\n"), "y");
 }
 
 static void test_grad_attention(void **state)
@@ -261,14 +267,14 @@ static void close_to(double want, float got, const char *what, int64_t e)
 	}
 }
 
-static void test_fwd_conv(void **state)
+/* conv2d of the model text against the formula; (kh, kw), stride,
+ * padding and groups as the text has them */
+static void conv_ref(const char *text, int kh, int kw, int s, int p, int64_t g)
 {
 	struct fixture f;
-	int64_t n, c, h, w, oc, oh, ow, g = 2, cg;
-	const int kh = 3, kw = 2, s = 2, p = 1;
+	int64_t n, c, h, w, oc, oh, ow, cg;
 
-	(void)state;
-	setup(&f, M("input x c=4 h=6 w=5\nconv2d y x out=6 k=3x2 stride=2 pad=1 groups=2\n"), "y");
+	setup(&f, text, "y");
 	objective(&f);
 	n = f.k.in[0].size[0], c = f.k.in[0].size[1], h = f.k.in[0].size[2];
 	w = f.k.in[0].size[3], oc = f.k.out.size[1], oh = f.k.out.size[2], ow = f.k.out.size[3];
@@ -294,6 +300,143 @@ static void test_fwd_conv(void **state)
 						 o);
 				}
 	teardown(&f);
+}
+
+static void test_fwd_conv(void **state)
+{
+	(void)state;
+	conv_ref(M("input x c=4 h=6 w=5\nconv2d y x out=6 k=3x2 stride=2 pad=1 groups=2\n"), 3, 2,
+		 2, 1, 2);
+	/* stride 1 (whole rows of columns copied at once), odd sizes */
+	conv_ref(M("input x c=6 h=7 w=9\nconv2d y x out=9 k=3 pad=1 groups=3\n"), 3, 3, 1, 1, 3);
+	conv_ref(M("input x c=2 h=5 w=11\nconv2d y x out=3 k=2x5 stride=3 pad=2\n"), 2, 5, 3, 2,
+		 1);
+}
+
+/* maxpool against the window scan: the largest of the cells inside the
+ * input, its first cell on a tie (where the backward puts the gradient) */
+static void maxpool_ref(const char *text, int k, int s, int p, int ties)
+{
+	struct fixture f;
+	struct kbufs b;
+	int64_t np, h, w, oh, ow;
+
+	setup(&f, text, "y");
+	if (ties)
+		for (int64_t e = 0; e < f.nin_el[0]; e++)
+			f.in[0][e] = (float)(e % 3 == 0);
+	objective(&f);
+	bufs(&f, &b);
+	assert_int_equal(f.ko->bwd(&f.k, &b), 0);
+	np = f.k.in[0].size[0] * f.k.in[0].size[1];
+	h = f.k.in[0].size[2], w = f.k.in[0].size[3], oh = f.k.out.size[2], ow = f.k.out.size[3];
+	for (int64_t q = 0; q < np; q++) {
+		const float *x = f.in[0] + q * h * w;
+		double *dx = calloc((size_t)(h * w), sizeof *dx);
+
+		for (int64_t y = 0; y < oh; y++)
+			for (int64_t xo = 0; xo < ow; xo++) {
+				int64_t arg = -1, o = (q * oh + y) * ow + xo;
+
+				for (int a = 0; a < k; a++)
+					for (int bb = 0; bb < k; bb++) {
+						int64_t iy = y * s - p + a, ix = xo * s - p + bb;
+
+						if (iy >= 0 && iy < h && ix >= 0 && ix < w &&
+						    (arg < 0 || x[iy * w + ix] > x[arg]))
+							arg = iy * w + ix;
+					}
+				assert_true(f.out[o] == x[arg]);
+				dx[arg] += f.dout[o];
+			}
+		for (int64_t e = 0; e < h * w; e++)
+			close_to(dx[e], f.din[0][q * h * w + e], "maxpool gradient", e);
+		free(dx);
+	}
+	teardown(&f);
+}
+
+static void test_fwd_maxpool(void **state)
+{
+	(void)state;
+	maxpool_ref(M("input x c=2 h=7 w=7\nmaxpool y x k=3 stride=2 pad=1\n"), 3, 2, 1, 0);
+	maxpool_ref(M("input x c=3 h=8 w=9\nmaxpool y x k=2\n"), 2, 2, 0, 0);
+	maxpool_ref(M("input x c=2 h=9 w=6\nmaxpool y x k=3 stride=1 pad=1\n"), 3, 1, 1, 1);
+	maxpool_ref(M("input x c=2 h=8 w=7\nmaxpool y x k=2\n"), 2, 2, 0, 1);
+}
+
+/* softmax or the loss over lines of `size` classes, `inner` apart, from
+ * exp in double; the logits scaled up to 8 so that the exponentials span
+ * a wide range */
+static void softmax_ref(const char *text, int64_t size, int64_t inner)
+{
+	struct fixture f;
+	int loss;
+
+	setup(&f, text, "y");
+	loss = f.g.ops[f.op].kind == OP_LOSS;
+	for (int64_t e = 0; e < f.nin_el[0]; e++)
+		f.in[0][e] *= 8.0f;
+	objective(&f);
+	for (int64_t line = 0; line < f.nin_el[0] / size; line++) {
+		int64_t base = line / inner * size * inner + line % inner;
+		double mx = -1e300, z = 0;
+
+		for (int64_t t = 0; t < size; t++)
+			mx = fmax(mx, f.in[0][base + t * inner]);
+		for (int64_t t = 0; t < size; t++)
+			z += exp(f.in[0][base + t * inner] - mx);
+		if (loss) {
+			int64_t y = (int64_t)f.labels[line];
+
+			close_to(log(z) - (f.in[0][base + y * inner] - mx), f.out[line], "loss", line);
+			continue;
+		}
+		for (int64_t t = 0; t < size; t++)
+			close_to(exp(f.in[0][base + t * inner] - mx) / z, f.out[base + t * inner],
+				 "softmax", base + t * inner);
+	}
+	teardown(&f);
+}
+
+/* cpu_expf within 2 ulp of the rounded exp wherever the result is a
+ * normal float, 0 below, NaN kept; cpu_exp_sum's lanes and tail, in
+ * place, against it */
+static void test_expf(void **state)
+{
+	float x[37], y[37];
+
+	(void)state;
+	for (int i = 0; i <= 2000000; i++) {
+		float v = -87.33f * (float)i / 2000000.0f, want = (float)exp((double)v);
+		float ulp = nextafterf(want, INFINITY) - want;
+
+		if (fabsf(cpu_expf(v) - want) > 2.0f * ulp) {
+			print_error("cpu_expf(%.9g) = %.9g, expected %.9g\n", (double)v,
+				    (double)cpu_expf(v), (double)want);
+			fail();
+		}
+	}
+	assert_true(cpu_expf(-87.34f) == 0.0f && cpu_expf(-1e30f) == 0.0f);
+	assert_true(cpu_expf(-INFINITY) == 0.0f && isnan(cpu_expf(NAN)));
+	assert_true(cpu_expf(0.0f) == 1.0f);
+	for (int n = 1; n <= 37; n += 4) {
+		double want = 0, got;
+		float mx;
+
+		for (int i = 0; i < n; i++)
+			x[i] = y[i] = (float)((i * 37) % 11) - 3.0f;
+		mx = x[0];
+		for (int i = 1; i < n; i++)
+			mx = fmaxf(mx, x[i]);
+		assert_true(cpu_max(x, n) == mx);
+		for (int i = 0; i < n; i++)
+			want += cpu_expf(x[i] - 2.0f);
+		got = cpu_exp_sum(y, 2.0f, y, n);
+		assert_true(fabs(got - want) <= 1e-12 * want);
+		for (int i = 0; i < n; i++)
+			assert_true(y[i] == cpu_expf(x[i] - 2.0f));
+	}
 }
 
 static void test_fwd_linear_norm_loss(void **state)
@@ -328,16 +471,11 @@ static void test_fwd_linear_norm_loss(void **state)
 	}
 	teardown(&f);
 
-	setup(&f, M("input x c=4\nloss y x\n"), "y");
-	objective(&f);
-	for (int64_t r = 0; r < 3; r++) {
-		double z = 0;
-
-		for (int q = 0; q < 4; q++)
-			z += exp(f.in[0][r * 4 + q]);
-		close_to(-(f.in[0][r * 4 + (int)f.labels[r]] - log(z)), f.out[r], "loss", r);
-	}
-	teardown(&f);
+	softmax_ref(M("input x c=4\nloss y x\n"), 4, 1);
+	softmax_ref(M("input x l=2 c=21\nloss y x\n"), 21, 1);
+	softmax_ref(M("input x c=19 l=3\nloss y x\n"), 19, 3);
+	softmax_ref(M("input x l=2 c=21\nsoftmax y x\n"), 21, 1);
+	softmax_ref(M("input x c=19 l=3\nsoftmax y x dim=c\n"), 19, 3);
 }
 
 /* attention in double, straight from the formula */
@@ -561,6 +699,8 @@ int main(void)
 		cmocka_unit_test(test_grad_norm),
 		cmocka_unit_test(test_grad_attention),
 		cmocka_unit_test(test_fwd_conv),
+		cmocka_unit_test(test_fwd_maxpool),
+		cmocka_unit_test(test_expf),
 		cmocka_unit_test(test_fwd_linear_norm_loss),
 		cmocka_unit_test(test_fwd_attention),
 		cmocka_unit_test(test_split_shards),
