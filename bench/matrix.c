@@ -93,6 +93,13 @@ static int list_line(struct matrix *m, struct block *b, char **w, int nw,
 		     const char *path, int line)
 {
 	const char *key = w[0];
+	/* the values of this key so far in the block: lines add up */
+	int *count = !strcmp(key, "models")   ? &b->nm
+		     : !strcmp(key, "clusters") ? &b->nc
+		     : !strcmp(key, "planners") ? &b->np
+		     : !strcmp(key, "batch")    ? &b->nb
+		     : !strcmp(key, "seeds")    ? &b->ns
+						: NULL;
 
 	if (nw < 2)
 		return ap_err(AP_EINPUT, path, line, "'%s' needs at least one value", key);
@@ -104,6 +111,10 @@ static int list_line(struct matrix *m, struct block *b, char **w, int nw,
 		int64_t v;
 		char *end;
 
+		if (count && *count + (count == &b->np && !strcmp(w[i], "all") ? nplanners : 1) >
+				     MAXW)
+			return ap_err(AP_EINPUT, path, line,
+				      "more than %d values for '%s' in one block", MAXW, key);
 		if (!strcmp(key, "models") || !strcmp(key, "clusters")) {
 			char *s = keep(m, w[i]);
 
@@ -115,7 +126,7 @@ static int list_line(struct matrix *m, struct block *b, char **w, int nw,
 				b->clusters[b->nc++] = s;
 		} else if (!strcmp(key, "planners")) {
 			if (!strcmp(w[i], "all")) {
-				for (int k = 0; k < nplanners && b->np < MAXW; k++)
+				for (int k = 0; k < nplanners; k++)
 					b->planners[b->np++] = (char *)planners[k]->name;
 				continue;
 			}

@@ -376,7 +376,11 @@ int watch_supervise(int pid, int ranks, double limit_s, const char *dir)
 			usleep(100000);
 		}
 	}
-	/* mpirun has ended: no rank of ours stays behind */
+	/* mpirun has ended: the records of ranks that started and ended
+	 * between two looks are read now, and no rank of ours stays behind */
+	for (int r = 0; r < ranks; r++)
+		if (!rec[r])
+			rec[r] = map_rec(dir, r, 0);
 	end_ranks(rec, ranks);
 	if (interrupted) {
 		fprintf(stderr, "%s: interrupted (%s); ended the job\n", WHO,

@@ -97,6 +97,40 @@ static void test_malformed(void **state)
 	ap_err_quiet(0);
 }
 
+/* A key's values add up over the lines of a block, to at most 256 (the
+ * fuzzer found 256 lines of `clusters` writing past the list). */
+static void test_too_many_values(void **state)
+{
+	char *text = malloc(300 * 16 + 64), *at = text, want[600];
+	struct matrix m;
+	const char *path;
+
+	(void)state;
+	assert_non_null(text);
+	at += sprintf(at, "models mlp\n");
+	for (int i = 0; i < 257; i++)
+		at += sprintf(at, "clusters 1x%d:cpu\n", 1 + i % 4);
+	sprintf(at, "planners dp\nend\n");
+	path = tmp_write("many.matrix", text);
+	ap_err_quiet(1);
+	assert_int_equal(matrix_read(path, &m), AP_EINPUT);
+	ap_err_quiet(0);
+	snprintf(want, sizeof want, "%s:258: more than 256 values for 'clusters' in one block",
+		 path);
+	assert_string_equal(ap_last_error(), want);
+	/* planners all counts every planner */
+	at = text + sprintf(text, "models mlp\nclusters cpu-1x2\n");
+	for (int i = 0; i < 255; i++)
+		at += sprintf(at, "planners dp\n");
+	sprintf(at, "planners all\nend\n");
+	path = tmp_write("many.matrix", text);
+	ap_err_quiet(1);
+	assert_int_equal(matrix_read(path, &m), AP_EINPUT);
+	ap_err_quiet(0);
+	assert_non_null(strstr(ap_last_error(), "more than 256 values for 'planners'"));
+	free(text);
+}
+
 static void add_as(struct results *t, const char *planner, double sps, int ok, int weak)
 {
 	struct bench_row r;
@@ -211,6 +245,7 @@ int main(void)
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_shipped_matrix),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_too_many_values),
 		cmocka_unit_test(test_results),
 		cmocka_unit_test(test_command),
 	};

@@ -2,7 +2,8 @@
  * The watchdog's records (watch.h) as the launcher and a rank see them: a
  * rank's record appears in the job's directory whole, and the launcher
  * supervising a job leaves alone a record file shorter than a record
- * instead of dying of SIGBUS when it reads past the file's end.
+ * instead of dying of SIGBUS when it reads past the file's end, and reads
+ * the record of a rank that started and ended between two of its looks.
  */
 #include "testutil.h"
 
@@ -66,10 +67,36 @@ static void test_record_whole(void **state)
 	unsetenv(WATCH_ENV);
 }
 
+/* A job so short that it started and ended between two looks of the
+ * launcher (here: ended before the first) ends well, not with "rank 0 did
+ * not start". */
+static void test_quick_job(void **state)
+{
+	char dir[1024];
+	siginfo_t info;
+	pid_t pid;
+
+	(void)state;
+	job_dir(dir, sizeof dir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setenv(WATCH_ENV, dir, 1) || watch_rank_start(0))
+			_exit(3);
+		watch_rank_end(1);
+		_exit(0);
+	}
+	/* ended, not yet waited for: the launcher's first look finds it so */
+	assert_int_equal(waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT), 0);
+	assert_int_equal(watch_supervise(pid, 1, -1, dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_short_record),
+		/* before test_record_whole, which makes this process a rank */
+		cmocka_unit_test(test_quick_job),
 		cmocka_unit_test(test_record_whole),
 	};
 
