@@ -222,6 +222,8 @@ ifneq ($(CUDA_SO),)
 	install -m 755 $(CUDA_SO) $(DESTDIR)$(LIBDIR)/
 endif
 	cp -R models profiles $(DESTDIR)$(PREFIX)/share/autopar/
+	install -d $(DESTDIR)$(PREFIX)/share/autopar/scripts
+	install -m 755 scripts/onnx2model $(DESTDIR)$(PREFIX)/share/autopar/scripts/
 
 # --- fuzzing ------------------------------------------------------------------
 # `make fuzz`: one libFuzzer harness per parser (tests/fuzz/fuzz.c built

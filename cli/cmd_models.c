@@ -2,7 +2,7 @@
  * `autopar models [NAME|FILE] [-b BATCH] [--csv] [--ops]`: the model zoo
  * (and the imported PipeDream profiles) with each model's operators,
  * parameters, forward GMACs and activation bytes; with --ops, one row per
- * operator.
+ * operator.  `autopar models import` is cli/cmd_import.c.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -135,6 +135,8 @@ static int run(int argc, char **argv)
 		{ 0 },
 	};
 
+	if (argc > 1 && strcmp(argv[1], "import") == 0)
+		return models_import(argc - 1, argv + 1);
 	rc = args_parse("models", argc, argv, opts, pos, 1, &npos);
 	if (rc)
 		return rc;
@@ -172,7 +174,8 @@ static int run(int argc, char **argv)
 const struct command cmd_models = {
 	.name = "models",
 	.summary = "list the model zoo: operators, parameters, forward GMACs",
-	.usage = "usage: autopar models [NAME|FILE] [-b BATCH] [--csv] [--ops]\n\n"
+	.usage = "usage: autopar models [NAME|FILE] [-b BATCH] [--csv] [--ops]\n"
+		 "       autopar models import FILE.onnx -o OUT.model [-b BATCH] [--name NAME]\n\n"
 		 "Without a model, lists the zoo (models/*.model), the imported\n"
 		 "PipeDream profiles (pipedream/NAME) and the Piper inputs\n"
 		 "(piper/NAME). NAME is a zoo name, FILE a .model file, a PipeDream\n"
@@ -181,6 +184,15 @@ const struct command cmd_models = {
 		 "  -b, --batch N  batch size (default: the model's own)\n"
 		 "  --csv          machine-readable: model,batch,ops,params,fwd_gmacs,act_bytes\n"
 		 "  --ops          one row per operator: kind, shape, parameters, MACs,\n"
-		 "                 splittable dims (and measured times of imported ops)\n",
+		 "                 splittable dims (and measured times of imported ops)\n\n"
+		 "import translates an ONNX graph (e.g. exported from PyTorch with\n"
+		 "torch.onnx.export, opset 17) into a model file, with a loss after its\n"
+		 "output; models/FORMAT.md lists the operators it maps. It needs the\n"
+		 "onnx Python package (apt-get install python3-onnx; AUTOPAR_PYTHON\n"
+		 "names another python3 that has it). A node with no autopar operator\n"
+		 "is refused by name and nothing is written.\n"
+		 "  -o, --output F  the model file to write\n"
+		 "  -b, --batch N   its default batch (default 64)\n"
+		 "  --name NAME     its model name (default: F's name without .model)\n",
 	.run = run,
 };

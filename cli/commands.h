@@ -24,4 +24,8 @@ extern const struct command cmd_check;
 extern const struct command cmd_profile;
 extern const struct command cmd_run;
 
+/* `autopar models import` (cli/cmd_import.c), which `models` hands its
+ * arguments to; argv[0] is "import". */
+int models_import(int argc, char **argv);
+
 #endif
