@@ -9,7 +9,9 @@
  * every step and every weight at the end (runtime/check.h).  -o appends
  * one row to a results CSV with the simulator's prediction beside the
  * measurement; --loss-csv writes the loss of every step (warm-up
- * included), for loss curves.
+ * included), for loss curves; --dump writes the first step on one device
+ * (initial weights, batch, loss, gradients) for another framework to
+ * repeat (runtime/dump.h).
  *
  * A failing rank aborts the whole job (the transport's abort), so no rank
  * is left waiting for a message that will never come.  The plan is read
@@ -32,6 +34,7 @@
 #include "commands.h"
 #include "csvio.h"
 #include "datadir.h"
+#include "dump.h"
 #include "err.h"
 #include "exec.h"
 #include "gpu.h"
@@ -387,7 +390,7 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 static int run(int argc, char **argv)
 {
 	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL, *loss_out = NULL;
-	const char *timeline = NULL;
+	const char *timeline = NULL, *dump = NULL;
 	const char *be_name = "cpu", *tr_kind = "auto";
 	long long steps = 20, pool = 4, warmup = 3;
 	uint64_t seed = 1;
@@ -409,6 +412,7 @@ static int run(int argc, char **argv)
 		{ NULL, "--serial", OPT_FLAG, &serial },
 		{ NULL, "--loss-csv", OPT_STR, &loss_out },
 		{ NULL, "--timeline", OPT_STR, &timeline },
+		{ NULL, "--dump", OPT_STR, &dump },
 		{ "-o", "--output", OPT_STR, &out },
 		{ NULL, "--inject-fault", OPT_STR, &fault_s },
 		{ NULL, "--backend", OPT_STR, &be_name },
@@ -433,6 +437,8 @@ static int run(int argc, char **argv)
 	if (!st && tol_s && (tol = strtod(tol_s, &end), *end || !(tol > 0)))
 		st = ap_err(AP_EINPUT, "--tolerance", 0, "expected a positive number, got '%s'",
 			    tol_s);
+	if (!st && dump && !*dump)
+		st = ap_err(AP_EINPUT, "--dump", 0, "expected a file name");
 	if (!st)
 		st = parse_fault(fault_s, &fault);
 	if (!st && !(be = backend_find(be_name)))
@@ -505,6 +511,14 @@ static int run(int argc, char **argv)
 	o.naive = naive;
 	o.serial = serial;
 	o.steps = r.warmup + r.steps;
+	/* once per run: by the launcher, or rank 0 of a job started by hand */
+	if (dump && (!t.ops || (t.rank == 0 && !getenv(WATCH_ENV))))
+		st = dump_first_step(dump, &in.g, be, &o);
+	if (st) {
+		if (t.ops)
+			t.ops->abort(&t, st);
+		goto out;
+	}
 	if (!t.ops && r.ranks > 1) {
 		/* supervised (watch.h): the job ends, naming the rank, when one
 		 * dies, fails or makes no progress */
@@ -589,7 +603,7 @@ const struct command cmd_run = {
 		 "                  [--lr X] [--pool N] [--tolerance X] [--naive] [--serial]\n"
 		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv] [--timeline T.tsv]\n"
 		 "                  [--backend cpu|cuda] [--transport auto|mpi|staged|nccl]\n"
-		 "                  [--watchdog SECONDS]\n\n"
+		 "                  [--watchdog SECONDS] [--dump FILE]\n\n"
 		 "Trains the plan's model with one process per device of the plan (MPI\n"
 		 "ranks; started under mpirun when run outside an MPI job, which is also\n"
 		 "how a multi-node job is run: mpirun -hostfile H -np N autopar run ...).\n"
@@ -614,6 +628,10 @@ const struct command cmd_run = {
 		 "  --loss-csv FILE     write the loss of every step (step,loss)\n"
 		 "  --timeline FILE     write when each rank ran each task of the middle\n"
 		 "                      timed step, in the format of `autopar sim --timeline`\n"
+		 "  --dump FILE         first write the first step of the model on one\n"
+		 "                      device: initial weights, batch, labels, loss and\n"
+		 "                      gradients (a text header, then float32 data;\n"
+		 "                      docs/runtime.md), for another framework to repeat\n"
 		 "  --backend NAME      cpu (default) or cuda: one GPU per rank, the\n"
 		 "                      rank's local index modulo the GPUs of its node\n"
 		 "  --transport KIND    mpi; staged (backend memory through host copies);\n"

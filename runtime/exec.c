@@ -703,7 +703,9 @@ static int slice_to_host(struct exec *e, int i, int64_t c_lo, int64_t cn, float 
 	return st ? AP_EFAIL : AP_OK;
 }
 
-int exec_gather_params(struct exec *e, int i, float *full)
+/* exec_gather_params() and exec_gather_momentum(): the owners' slices of
+ * the weights (mom 0) or of the momentum (mom 1) onto rank 0. */
+static int gather_weights(struct exec *e, int i, float *full, int mom)
 {
 	struct transport *t = e->t;
 	const struct plan_op *po = &e->p->ops[i];
@@ -723,10 +725,14 @@ int exec_gather_params(struct exec *e, int i, float *full)
 		cn = r.hi[DIM_C] - r.lo[DIM_C];
 		n = params_count(e->g, i, cn);
 		if (owner == me && me == 0) {
-			if (slice_to_host(e, i, r.lo[DIM_C], cn, full, e->sh[e->mine[i]].w, n))
+			const struct rshard *s = &e->sh[e->mine[i]];
+
+			if (slice_to_host(e, i, r.lo[DIM_C], cn, full, mom ? s->mom : s->w, n))
 				return AP_EFAIL;
 		} else if (owner == me) {
-			if (t->ops->isend(t, e->sh[e->mine[i]].w, n, 0, tag, NULL) || t->ops->wait(t))
+			const struct rshard *s = &e->sh[e->mine[i]];
+
+			if (t->ops->isend(t, mom ? s->mom : s->w, n, 0, tag, NULL) || t->ops->wait(t))
 				return AP_EFAIL;
 		} else if (me == 0) {
 			/* the transport moves backend memory */
@@ -744,6 +750,16 @@ int exec_gather_params(struct exec *e, int i, float *full)
 		}
 	}
 	return AP_OK;
+}
+
+int exec_gather_params(struct exec *e, int i, float *full)
+{
+	return gather_weights(e, i, full, 0);
+}
+
+int exec_gather_momentum(struct exec *e, int i, float *full)
+{
+	return gather_weights(e, i, full, 1);
 }
 
 /* A transport that matches transfers in issue order learns the order

@@ -105,6 +105,10 @@ int64_t exec_pairs(const struct exec *e);
 /* Collective: the whole parameters of op i on rank 0 (into full, which
  * holds g->ops[i].params floats there; other ranks pass NULL). */
 int exec_gather_params(struct exec *e, int i, float *full);
+/* The same for the momentum of SGD: after the first step of a plan that
+ * updates once per step, that is exactly the step's gradient (v = 0.9 * 0
+ * + g), which is how `autopar run --dump` reads gradients. */
+int exec_gather_momentum(struct exec *e, int i, float *full);
 void exec_free(struct exec *e);
 /* The stage transfers e sends and receives, per peer, in the order its
  * steps issue them (exec_order.c, struct xorder in transport.h);
