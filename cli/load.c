@@ -112,7 +112,11 @@ static int plan_model(const char *plan, const char *model, char *out, size_t len
 		return AP_OK;
 	}
 	if (plain_name(model)) {
+		/* the file beside the plan: the name, or the name a model file
+		 * has (a plan made with -m DIR/NAME.model names the model NAME) */
 		snprintf(path, sizeof path, "%s/%s", dir, model);
+		if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+			snprintf(path, sizeof path, "%s/%s.model", dir, model);
 		if (strlen(path) < len && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
 			memcpy(out, path, strlen(path) + 1);
 		else if (access(model, F_OK) == 0) { /* not a file here: the zoo's */

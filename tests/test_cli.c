@@ -174,9 +174,11 @@ static void test_plan_model_paths(void **state)
 	assert_int_equal(system(dir), 0);
 	assert_non_null(tmp_write("inner/t.model", PLAN_MODEL));
 	snprintf(model, sizeof model, "%s/inner/t.model", tmp_dir());
-	/* beside the plan: by its name, or by a path to that directory */
-	for (int k = 0; k < 3; k++) {
-		const char *m = k == 0 ? "t.model" : k == 1 ? model : outside;
+	/* beside the plan: by its file name, by a path to that directory, or
+	 * by the model's name (t, of t.model: what `autopar plan -m
+	 * DIR/t.model` records) */
+	for (int k = 0; k < 4; k++) {
+		const char *m = k == 0 ? "t.model" : k == 1 ? model : k == 2 ? "t" : outside;
 
 		snprintf(plan, sizeof plan, "{\"format\": \"autopar-plan\", \"version\": 1, "
 			 "\"model\": \"%s\", \"batch\": 4, \"cluster\": \"2x2:v100\", "
@@ -185,7 +187,7 @@ static void test_plan_model_paths(void **state)
 			 "\"next\": []}], \"ops\": {%s}}\n", m, ops);
 		assert_non_null(tmp_write("inner/pm.json", plan));
 		snprintf(args, sizeof args, "sim %%D/inner/pm.json");
-		if (k < 2) {
+		if (k < 3) {
 			if (run(args, err, sizeof err) != 0)
 				fail_msg("model '%s' beside the plan: %s", m, err);
 			continue;
