@@ -58,17 +58,6 @@ static int buf_add(struct buf *b, const char *s, size_t n)
 	return 0;
 }
 
-/* The interpreter: $AUTOPAR_PYTHON, else the system python3 that Debian's
- * python3-onnx installs into, else python3 on PATH. */
-static const char *python(void)
-{
-	const char *p = getenv("AUTOPAR_PYTHON");
-
-	if (p && *p)
-		return p;
-	return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-}
-
 /* Runs `PYTHON script onnx name batch`, collecting its stdout into out and
  * its stderr into err; *status is its exit status (-1 when it did not run
  * to an exit). */
@@ -76,7 +65,7 @@ static int run_converter(const char *script, const char *onnx, const char *name,
 			 const char *batch, struct buf *out, struct buf *err, int *status)
 {
 	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, rc = AP_OK, ws;
-	const char *py = python();
+	const char *py = python_path();
 	char *argv[] = { (char *)py, (char *)script, (char *)onnx, (char *)name, (char *)batch,
 			 NULL };
 	posix_spawn_file_actions_t fa;

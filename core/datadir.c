@@ -110,3 +110,12 @@ int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ct
 		remove(tmp);
 	return rc;
 }
+
+const char *python_path(void)
+{
+	const char *p = getenv("AUTOPAR_PYTHON");
+
+	if (p && *p)
+		return p;
+	return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}

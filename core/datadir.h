@@ -20,6 +20,11 @@ char *model_path(char *buf, size_t len, const char *arg);
 /* Resolves a profile argument: a directory path, or a name under profiles/. */
 char *profile_dir(char *buf, size_t len, const char *arg);
 
+/* The python3 that runs autopar's Python helpers (scripts/onnx2model, the
+ * PyTorch peer): $AUTOPAR_PYTHON, else the system python3 that Debian's
+ * python3-onnx and python3-torch install into, else python3 on PATH. */
+const char *python_path(void);
+
 /* Writes path atomically: content goes to path.tmp.PID, renamed on success.
  * write_cb returns 0 on success.  On failure the temporary is removed. */
 int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ctx);

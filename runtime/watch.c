@@ -52,42 +52,62 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* A rank makes its record under a temporary name and renames it into
- * place once it has its full size and is filled in, so the launcher never
- * maps a record shorter than one (touching past a file's end is SIGBUS)
- * nor reads one half made; the launcher also leaves alone a file of the
- * name that is too short. */
-static struct watch_rec *map_rec(const char *dir, int rank, int create)
+/* Maps the record fd is open on, and closes fd; NULL on failure. */
+static struct watch_rec *map_fd(int fd)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	struct watch_rec *r;
+	struct watch_rec *r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	close(fd);
+	return r == MAP_FAILED ? NULL : r;
+}
+
+/* The launcher's view of rank's record; NULL until the rank has made it.
+ * A file of the name shorter than a record is left alone: touching past a
+ * file's end is SIGBUS. */
+static struct watch_rec *open_rec(const char *dir, int rank)
+{
+	char path[PATH_MAX];
 	struct stat sb;
 	int fd;
 
 	snprintf(path, sizeof path, "%s/rank.%d", dir, rank);
-	snprintf(tmp, sizeof tmp, "%s.new", path);
-	fd = open(create ? tmp : path, O_RDWR | (create ? O_CREAT | O_EXCL : 0) | O_CLOEXEC,
-		  0600);
+	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (create ? ftruncate(fd, sizeof *r) != 0
-		   : fstat(fd, &sb) != 0 || sb.st_size < (off_t)sizeof *r) {
+	if (fstat(fd, &sb) != 0 || sb.st_size < (off_t)sizeof(struct watch_rec)) {
 		close(fd);
 		return NULL;
 	}
-	r = mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (r == MAP_FAILED)
-		return NULL;
-	if (create) {
-		int64_t t = now_us();
+	return map_fd(fd);
+}
 
-		atomic_store(&r->beat_us, t);
-		atomic_store(&r->step_us, t);
-		atomic_store(&r->pid, (int64_t)getpid());
-		atomic_store(&r->state, RUNNING);
+/* The rank's own record, made under a temporary name and renamed into
+ * place once it has its full size and is filled in, so the launcher never
+ * sees one half made. */
+static struct watch_rec *make_rec(const char *dir, int rank)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	struct watch_rec *r;
+	int64_t t = now_us();
+	int fd;
+
+	snprintf(path, sizeof path, "%s/rank.%d", dir, rank);
+	snprintf(tmp, sizeof tmp, "%s.new", path);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, sizeof *r) != 0) {
+		close(fd);
+		return NULL;
 	}
-	if (create && rename(tmp, path) != 0) {
+	r = map_fd(fd);
+	if (!r)
+		return NULL;
+	atomic_store(&r->beat_us, t);
+	atomic_store(&r->step_us, t);
+	atomic_store(&r->pid, (int64_t)getpid());
+	atomic_store(&r->state, RUNNING);
+	if (rename(tmp, path) != 0) {
 		munmap(r, sizeof *r);
 		return NULL;
 	}
@@ -128,7 +148,7 @@ int watch_rank_start(int rank)
 
 	if (!dir || !*dir || mine)
 		return AP_OK;
-	mine = map_rec(dir, rank, 1);
+	mine = make_rec(dir, rank);
 	if (!mine)
 		return ap_err(AP_EFAIL, WHO, 0, "rank %d cannot make its record in the job's "
 			      "directory: %s", rank, strerror(errno));
@@ -343,7 +363,7 @@ int watch_supervise(int pid, int ranks, double limit_s, const char *dir)
 			break;
 		for (int r = 0; r < ranks; r++) {
 			if (!rec[r])
-				rec[r] = map_rec(dir, r, 0);
+				rec[r] = open_rec(dir, r);
 			if (rec[r] && atomic_load(&rec[r]->slowest_us) > slowest)
 				slowest = atomic_load(&rec[r]->slowest_us);
 			/* a rank that failed or died: mpirun ends the job,
@@ -380,7 +400,7 @@ int watch_supervise(int pid, int ranks, double limit_s, const char *dir)
 	 * between two looks are read now, and no rank of ours stays behind */
 	for (int r = 0; r < ranks; r++)
 		if (!rec[r])
-			rec[r] = map_rec(dir, r, 0);
+			rec[r] = open_rec(dir, r);
 	end_ranks(rec, ranks);
 	if (interrupted) {
 		fprintf(stderr, "%s: interrupted (%s); ended the job\n", WHO,

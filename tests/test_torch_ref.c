@@ -6,23 +6,15 @@
  * loads those weights and that batch, runs one forward and backward and
  * compares the loss and every parameter's gradient with autopar's
  * (relative difference per tensor within 1e-4: float32 sums in another
- * order).  Where the Python that `autopar models import` would run
- * (AUTOPAR_PYTHON, else Debian's /usr/bin/python3) cannot import torch, the
+ * order).  Where python_path() (datadir.h: what `autopar models import` runs,
+ * AUTOPAR_PYTHON or Debian's python3) cannot import torch, the
  * comparisons skip with a message; the option's refusals are tested
  * everywhere.
  */
 #include "runtest.h"
 
-/* The Python to run the peer with: AUTOPAR_PYTHON, else the system
- * python3 Debian's python3-torch installs into, else python3 on PATH. */
-static const char *python(void)
-{
-	const char *p = getenv("AUTOPAR_PYTHON");
+#include "datadir.h"
 
-	if (p && *p)
-		return p;
-	return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-}
 
 /* Whether that Python can import torch. */
 static int have_torch(void)
@@ -31,7 +23,7 @@ static int have_torch(void)
 	char cmd[1024];
 
 	if (known < 0) {
-		snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' >/dev/null 2>&1", python());
+		snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' >/dev/null 2>&1", python_path());
 		known = system(cmd) == 0;
 	}
 	return known;
@@ -59,7 +51,7 @@ static void compare_model(const char *model)
 	if (st != 0)
 		fail_msg("%s: run --dump: exit %d:\n%s", model, st, out);
 	snprintf(peer, sizeof peer, "%s/bench/torch_peer_cpu.py", tree && *tree ? tree : ".");
-	snprintf(cmd, sizeof cmd, "'%s' '%s' compare %s '%s' --tolerance 1e-4 2>&1", python(),
+	snprintf(cmd, sizeof cmd, "'%s' '%s' compare %s '%s' --tolerance 1e-4 2>&1", python_path(),
 		 peer, model, dump);
 	p = popen(cmd, "r");
 	assert_non_null(p);
