@@ -164,11 +164,11 @@ static int check(struct plan_inputs *in, struct exec *e, struct transport *t,
 			st = exec_gather_params(e, i, mine[i]);
 	*worst = 0;
 	if (!st && t->rank == 0) {
-		/* asynchronous 1F1B: the stages update in the rounds of the
-		 * plan's replicas */
+		/* the reference follows the plan's round-robin rounds and
+		 * its batchnorm groups (check.h) */
 		struct exec_opts ro = *o;
 
-		ro.rounds_of = &in->pl;
+		ro.checked = &in->pl;
 		st = check_reference_plan(g, &in->pl, &rp);
 		if (!st)
 			st = check_train(g, &rp, be, &ro, nsteps, rl, ref);

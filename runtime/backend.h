@@ -51,6 +51,14 @@ struct kern {
 	 * computes the queries of its output rows (glo) from the whole keys
 	 * and values. */
 	int64_t ilo[KERN_MAX_IN][MAX_RANK], igsize[KERN_MAX_IN][MAX_RANK];
+	/* Batchnorm normalises over the samples of one shard of one
+	 * micro-batch, as a replica of data parallelism does.  When stat_mb
+	 * is 0 those are all the samples of the call; in --check's one-device
+	 * reference they are the groups of the plan checked: its micro-batches
+	 * of stat_mb samples, each cut stat_deg ways along n (as the plan's
+	 * shards are cut), which splits the call's samples. */
+	int64_t stat_mb;
+	int stat_deg;
 };
 
 /* The buffers of one call.  Backward: din[k] (NULL when input k needs no

@@ -135,6 +135,7 @@ const struct backend backend_cpu = {
 		[OP_ADD] = &cpu_add,
 		[OP_MUL] = &cpu_mul,
 		[OP_CONCAT] = &cpu_concat,
+		[OP_BATCHNORM] = &cpu_batchnorm,
 		[OP_LAYERNORM] = &cpu_layernorm,
 		[OP_DROPOUT] = &cpu_dropout,
 		[OP_EMBEDDING] = &cpu_embedding,

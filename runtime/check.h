@@ -7,8 +7,10 @@
  * same weight versions (a single-process simulation of weight stashing).
  * Round-robin replicas are all this one process: each stage updates once
  * per round of its replicas' micro-batches, when the round's last
- * backward is done (exec_opts.rounds_of names the plan checked), so every
+ * backward is done (exec_opts.checked names the plan checked), so every
  * forward runs with the rounds completed before it, as on its replica.
+ * Batchnorm's statistics run over the samples of one shard of one
+ * micro-batch of the plan checked, here as there (docs/runtime.md).
  */
 #ifndef AUTOPAR_CHECK_H
 #define AUTOPAR_CHECK_H
@@ -20,7 +22,7 @@
 /* The reference plan of p (plan_release() it). */
 int check_reference_plan(const struct graph *g, const struct plan *p, struct plan *ref);
 
-/* Trains ref in this process for nsteps (o->rounds_of: the plan ref is
+/* Trains ref in this process for nsteps (o->checked: the plan ref is
  * the reference of): losses[nsteps], and the whole
  * parameters of every op into params[i] (g->ops[i].params floats each,
  * NULL for ops without). */

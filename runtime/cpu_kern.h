@@ -19,6 +19,8 @@ extern const struct kernel_ops cpu_relu, cpu_gelu, cpu_tanh, cpu_sigmoid, cpu_ad
 	cpu_mul, cpu_concat, cpu_identity, cpu_dropout;
 /* cpu_norm.c */
 extern const struct kernel_ops cpu_layernorm, cpu_softmax, cpu_loss;
+/* cpu_batchnorm.c */
+extern const struct kernel_ops cpu_batchnorm;
 /* cpu_attn.c */
 extern const struct kernel_ops cpu_attention;
 

@@ -11,7 +11,9 @@
  * the embedding that reads it.  Labels come from the graph's first input:
  * token ids map through a random table (position by position when the
  * loss keeps the l dim), anything else through a random linear teacher
- * whose arg-max over the classes is the label.
+ * whose arg-max over the classes is the label; the teacher reads at most
+ * 4096 evenly spaced values of a sample, so that labelling a
+ * 224 x 224 image among 1000 classes takes milliseconds, not seconds.
  */
 #ifndef AUTOPAR_DATA_H
 #define AUTOPAR_DATA_H

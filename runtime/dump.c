@@ -120,7 +120,7 @@ int dump_first_step(const char *path, const struct graph *g, const struct backen
 	/* plain single-device training of the whole batch (a blank plan is
 	 * synchronous), whatever the plan run */
 	one.steps = 1;
-	one.rounds_of = NULL;
+	one.checked = NULL;
 	if (!st)
 		st = check_reference_plan(g, &blank, &ref);
 	transport_self_init(&self);

@@ -73,11 +73,11 @@ struct exec_opts {
 	/* async-predict: run a stage's paired forward and backward one after
 	 * the other instead of on two threads (exec.c run_pair) */
 	int serial;
-	/* Asynchronous 1F1B: the plan whose stages' round-robin replicas set
-	 * how many micro-batches make one update (the plan checked, when a
-	 * single-process reference of its stages runs, check.h); NULL: the
-	 * plan run. */
-	const struct plan *rounds_of;
+	/* When this run is --check's one-device reference (check.h), the
+	 * plan it checks; NULL: none.  Asynchronous 1F1B's stages update in
+	 * the rounds of that plan's round-robin replicas, and batchnorm
+	 * normalises over the groups of samples that plan's shards see. */
+	const struct plan *checked;
 };
 
 struct exec;

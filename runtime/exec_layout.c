@@ -278,6 +278,10 @@ static int shard_setup(struct exec *e, struct rshard *s)
 		kn->glo[q] = s->reg.lo[op->out.kind[q]];
 		kn->gsize[q] = op->out.size[q];
 	}
+	if (e->o.checked && op->kind == OP_BATCHNORM) {
+		kn->stat_mb = g->batch / e->o.checked->microbatches;
+		kn->stat_deg = e->o.checked->ops[s->op].degree[DIM_N];
+	}
 	for (int kk = 0; kk < nin; kk++) {
 		const struct src *x = s->nsrc[kk] ? &s->src[kk][0] : NULL;
 		const struct shape *xs = &g->ops[op->in[kk]].out;
@@ -544,7 +548,7 @@ int exec_layout(struct exec *e)
 		s->nrep = exec_op_replicas(p, i);
 		s->round = 1;
 		if (e->async)
-			s->round = plan_stage_replicas(e->o.rounds_of ? e->o.rounds_of : p,
+			s->round = plan_stage_replicas(e->o.checked ? e->o.checked : p,
 						       s->stage);
 		for (int gr = 0; gr < s->nrep; gr++)
 			for (int k = 0; k < p->ops[i].ndev; k++)

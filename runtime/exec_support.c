@@ -46,6 +46,8 @@ static unsigned runnable_dims(const struct op *op)
 		return BIT(DIM_N) | BIT(DIM_C) | BIT(DIM_L);
 	case OP_CONCAT:
 		return all;
+	case OP_BATCHNORM: /* statistics per channel over a shard's samples */
+		return BIT(DIM_N) | BIT(DIM_C);
 	case OP_LAYERNORM:
 	case OP_SOFTMAX:
 	case OP_LOSS:
@@ -209,6 +211,12 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 				      "executable by the runtime yet (a shard runs whole heads, "
 				      "and %d heads do not divide so)", op->name,
 				      p->ops[i].degree[DIM_C], op->a.heads);
+		if (d >= 0 && op->kind == OP_BATCHNORM)
+			return ap_err(AP_EINPUT, path, 0,
+				      "operator '%s' (batchnorm) split along '%s': its statistics "
+				      "would span shards (the runtime splits batchnorm along n, "
+				      "each shard normalising its own samples, and c)",
+				      op->name, dim_name(d));
 		if (d >= 0)
 			return ap_err(AP_EINPUT, path, 0,
 				      "operator '%s' (%s) split along '%s': not executable "

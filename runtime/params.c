@@ -41,6 +41,8 @@ int64_t params_count(const struct graph *g, int i, int64_t cn)
 		return blocks(op) * (cn * rl + (op->a.bias ? cn : 0));
 	if (op->kind == OP_EMBEDDING)
 		return op->a.vocab * cn;
+	if (op->kind == OP_BATCHNORM)
+		return 2 * cn;
 	return op->params;
 }
 
@@ -50,7 +52,7 @@ void params_init(const struct graph *g, int i, uint64_t seed, float *full)
 	int64_t n = op->params, fan = row_len(g, i);
 	double bound;
 
-	if (op->kind == OP_LAYERNORM) {
+	if (op->kind == OP_LAYERNORM || op->kind == OP_BATCHNORM) {
 		int64_t c = n / 2;
 
 		for (int64_t k = 0; k < c; k++) {
@@ -89,6 +91,9 @@ void params_slice(const struct graph *g, int i, int64_t c_lo, int64_t cn, float 
 			memcpy(to_full ? f : s, to_full ? s : f, (size_t)cn * sizeof(float));
 		}
 		return;
+	} else if (op->kind == OP_BATCHNORM) { /* gamma[cout], then beta[cout] */
+		for (int k = 0; k < 2; k++)
+			parts[np][0] = k * cout + c_lo, parts[np][1] = k * cn, parts[np][2] = cn, np++;
 	} else {
 		parts[np][0] = 0, parts[np][1] = 0, parts[np][2] = op->params, np++;
 	}

@@ -177,7 +177,7 @@ static inline void rt_split_plan(const char *model, const char *cluster, const c
 
 /* The small models, which every runtime test covers. */
 static const char *const rt_models[] = { "mlp", "cnn_small", "branchy_small",
-				      "transformer_tiny" };
+				      "transformer_tiny", "resnet_small" };
 
 /* The registered planners, from `autopar planners --csv`. */
 static inline int rt_planners(char names[][32], int max)

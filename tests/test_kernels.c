@@ -3,7 +3,8 @@
  * as the executor calls them: every backward against central finite
  * differences of its forward (the loss sum(out x R) for a random R,
  * summed in double), and the forwards of the kernels with real arithmetic
- * (conv2d, maxpool, linear, attention, layernorm, softmax, the loss)
+ * (conv2d, maxpool, linear, attention, layernorm, batchnorm, softmax, the
+ * loss)
  * against plain reference loops written here in double, and the float exp
  * the softmax kernels share against the C library's.
  */
@@ -169,13 +170,16 @@ static void compare(struct fixture *f, float *x, int64_t e, double analytic,
 }
 
 /* Every backward against finite differences, at up to 60 elements of each
- * input and of the weights. */
-static void grad_check(const char *text, const char *name)
+ * input and of the weights; batchnorm's statistics over groups of samples
+ * as struct kern's stat_mb and stat_deg say (0: the whole call). */
+static void grad_check_groups(const char *text, const char *name, int64_t stat_mb, int stat_deg)
 {
 	struct fixture f;
 	struct kbufs b;
 
 	setup(&f, text, name);
+	f.k.stat_mb = stat_mb;
+	f.k.stat_deg = stat_deg;
 	objective(&f);
 	bufs(&f, &b);
 	assert_int_equal(f.ko->bwd(&f.k, &b), 0);
@@ -194,6 +198,11 @@ static void grad_check(const char *text, const char *name)
 		compare(&f, f.w, e, f.dw[e], "weight gradient");
 	}
 	teardown(&f);
+}
+
+static void grad_check(const char *text, const char *name)
+{
+	grad_check_groups(text, name, 0, 0);
 }
 
 #define M(body) "model t\nbatch 3\n" body
@@ -247,6 +256,11 @@ static void test_grad_norm(void **state)
 	grad_check(M("input x l=2 c=21\nsoftmax y x\n"), "y");
 	grad_check(M("input x l=2 c=21\nloss y x\n"), "y");
 	grad_check(M("input x c=19 l=3\nloss y x\n"), "y");
+	/* batchnorm: an image (a lane block and a tail per line), an (n, l, c)
+	 * tensor, and statistics over the groups {0}, {1, 2} of the batch */
+	grad_check(M("input x c=3 h=4 w=5\nbatchnorm y x\n"), "y");
+	grad_check(M("input x l=4 c=3\nbatchnorm y x\n"), "y");
+	grad_check_groups(M("input x c=3 h=4 w=5\nbatchnorm y x\n"), "y", 3, 2);
 }
 
 static void test_grad_attention(void **state)
@@ -533,6 +547,79 @@ static void test_fwd_attention(void **state)
 	teardown(&f);
 }
 
+/* batchnorm in double from the formula, over the groups {0}, {1, 2} of a
+ * batch of 3 (the reference of a plan cutting its batch of 3 two ways),
+ * and the same groups computed as two shards of one group each: the
+ * outputs and input gradients equal to the last bit, the weight gradients'
+ * sums too. */
+static void test_batchnorm_groups(void **state)
+{
+	static const int64_t lo[] = { 0, 1, 3 };
+	const int64_t C = 3, HW = 20;
+	struct fixture f;
+	struct kbufs b;
+	float *dw_sum;
+
+	(void)state;
+	setup(&f, M("input x c=3 h=4 w=5\nbatchnorm y x\n"), "y");
+	f.k.stat_mb = 3;
+	f.k.stat_deg = 2;
+	objective(&f);
+	bufs(&f, &b);
+	assert_int_equal(f.ko->bwd(&f.k, &b), 0);
+	for (int gi = 0; gi < 2; gi++)
+		for (int64_t ch = 0; ch < C; ch++) {
+			double mean = 0, var = 0, cnt = (double)(lo[gi + 1] - lo[gi]) * HW;
+
+			for (int64_t i = lo[gi]; i < lo[gi + 1]; i++)
+				for (int64_t t = 0; t < HW; t++)
+					mean += f.in[0][(i * C + ch) * HW + t] / cnt;
+			for (int64_t i = lo[gi]; i < lo[gi + 1]; i++)
+				for (int64_t t = 0; t < HW; t++) {
+					double d = f.in[0][(i * C + ch) * HW + t] - mean;
+
+					var += d * d / cnt;
+				}
+			for (int64_t i = lo[gi]; i < lo[gi + 1]; i++)
+				for (int64_t t = 0; t < HW; t++) {
+					int64_t e = (i * C + ch) * HW + t;
+
+					close_to((f.in[0][e] - mean) / sqrt(var + 1e-5) * f.w[ch] +
+							 f.w[C + ch],
+						 f.out[e], "batchnorm", e);
+				}
+		}
+	dw_sum = calloc((size_t)f.nw, sizeof *dw_sum);
+	for (int gi = 0; gi < 2; gi++) {
+		struct kern k = f.k;
+		int64_t n = lo[gi + 1] - lo[gi], off = lo[gi] * C * HW, ne = n * C * HW;
+		float *y = calloc((size_t)ne, sizeof *y), *dx = calloc((size_t)ne, sizeof *dx);
+		float *ws = calloc((size_t)f.ko->ws_floats(&f.k), sizeof *ws);
+
+		k.out.size[0] = k.in[0].size[0] = n;
+		k.glo[0] = k.ilo[0][0] = lo[gi];
+		k.stat_mb = 0;
+		memset(&b, 0, sizeof b);
+		b.in[0] = f.in[0] + off;
+		b.din[0] = dx;
+		b.w = f.w;
+		b.dw = dw_sum;
+		b.out = y;
+		b.dout = f.dout + off;
+		b.ws = ws;
+		assert_int_equal(f.ko->fwd(&k, &b), 0);
+		assert_int_equal(f.ko->bwd(&k, &b), 0);
+		assert_memory_equal(y, f.out + off, (size_t)ne * sizeof *y);
+		assert_memory_equal(dx, f.din[0] + off, (size_t)ne * sizeof *dx);
+		free(y);
+		free(dx);
+		free(ws);
+	}
+	assert_memory_equal(dw_sum, f.dw, (size_t)f.nw * sizeof *dw_sum);
+	free(dw_sum);
+	teardown(&f);
+}
+
 /* The dropout mask depends on where an element is in the whole batch, not
  * on the shard that computes it. */
 /* The whole region of shape s. */
@@ -703,6 +790,7 @@ int main(void)
 		cmocka_unit_test(test_expf),
 		cmocka_unit_test(test_fwd_linear_norm_loss),
 		cmocka_unit_test(test_fwd_attention),
+		cmocka_unit_test(test_batchnorm_groups),
 		cmocka_unit_test(test_split_shards),
 		cmocka_unit_test(test_dropout_mask_split),
 	};

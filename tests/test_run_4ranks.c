@@ -40,6 +40,11 @@ static void test_hand_splits(void **state)
 	/* attention: causal queries along l, heads along c, both */
 	split("transformer_tiny", "h.0.attn", 1, 1, 1, 1, 4);
 	split("transformer_tiny", "h.0.attn", 1, 2, 1, 1, 2);
+	/* batchnorm: channels apart, samples apart in groups (the reference
+	 * normalises over the same groups), both */
+	split("resnet_small", "b2.bn1", 1, 4, 1, 1, 1);
+	split("resnet_small", "b1.bn2", 4, 1, 1, 1, 1);
+	split("resnet_small", "b2.down_bn", 2, 2, 1, 1, 1);
 }
 
 int main(void)

@@ -136,24 +136,35 @@ static void test_recompute(void **state)
 	assert_non_null(strstr(out, "recomputes"));
 }
 
-/* transformer_tiny's attention has 4 heads: 8 shards along c cannot each
- * run whole ones (a plan for 8 devices), refused before anything starts. */
-static void test_refuses_before_launch(void **state)
+/* A split the runtime cannot execute, refused with one message before
+ * anything starts: op of model split by degree, the message `why`. */
+static void refused(const char *model, const char *cluster, const char *op,
+		    const int degree[NDIMS], const char *why)
 {
-	int degree[NDIMS] = { 1, 8, 1, 1, 1 };
 	char path[1024], out[4096];
 
-	(void)state;
-	snprintf(path, sizeof path, "%s/attn-heads8.json", tmp_dir());
-	rt_split_plan("transformer_tiny", "h100-1x8", "h.0.attn", degree, path);
+	snprintf(path, sizeof path, "%s/refused-%s.json", tmp_dir(), op);
+	rt_split_plan(model, cluster, op, degree, path);
 	assert_int_equal(rt_run(out, sizeof out, "run '%s' --steps 1", path), 2);
-	if (!strstr(out, "'h.0.attn' (attention) split 8 ways along 'c': not executable "
-		    "by the runtime yet")) {
+	if (!strstr(out, why)) {
 		print_error("%s\n", out);
 		fail();
 	}
-	/* one message, before any rank started */
 	assert_null(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL);
+}
+
+/* transformer_tiny's attention has 4 heads: 8 shards along c cannot each
+ * run whole ones (a plan for 8 devices); a batchnorm split along h would
+ * need statistics spanning its shards. */
+static void test_refuses_before_launch(void **state)
+{
+	int heads8[NDIMS] = { 1, 8, 1, 1, 1 }, h2[NDIMS] = { 1, 1, 2, 1, 1 };
+
+	(void)state;
+	refused("transformer_tiny", "h100-1x8", "h.0.attn", heads8,
+		"'h.0.attn' (attention) split 8 ways along 'c': not executable by the runtime yet");
+	refused("resnet_small", "cpu-1x2", "bn1", h2,
+		"'bn1' (batchnorm) split along 'h': its statistics would span shards");
 }
 
 /* No process of the job that ran `plan` is left (pgrep finds none: exit
