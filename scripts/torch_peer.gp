@@ -1,0 +1,19 @@
+# autopar's CPU runtime beside PyTorch on the same cores
+# (bench/torch-peer-cpu): autopar's samples/s over PyTorch's, one bar per
+# model and rank count, with the line of parity.  Called with dat (a
+# whitespace table: label ratio, a missing ratio as NaN), outfile and term
+# set.
+if (term eq 'png') set terminal pngcairo size 900,480 font 'sans,10'; \
+else set terminal svg size 900,480 font 'sans,10'
+set output outfile
+set termoption noenhanced
+set title 'autopar over PyTorch, training samples/s on the same CPU cores (one thread per rank)'
+set ylabel 'autopar / PyTorch'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set xtics rotate by -30
+set grid ytics
+set key top left
+set yrange [0:*]
+plot dat using 2:xtic(1) title 'samples/s ratio', 1 with lines dashtype 2 lc rgb 'black' title 'parity'
