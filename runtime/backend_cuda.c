@@ -31,6 +31,7 @@ static const struct backend backend = {
 		[OP_ADD] = &cuda_add,
 		[OP_MUL] = &cuda_mul,
 		[OP_CONCAT] = &cuda_concat,
+		[OP_BATCHNORM] = &cuda_batchnorm,
 		[OP_LAYERNORM] = &cuda_layernorm,
 		[OP_DROPOUT] = &cuda_dropout,
 		[OP_EMBEDDING] = &cuda_embedding,

@@ -15,52 +15,11 @@
  * groups agree to the last bit.
  */
 #include "cpu_kern.h"
+#include "kern_dims.h"
 
 #include <math.h>
 
 #define BN_EPS 1e-5
-
-/* The tensor as [samples][per][c][inner]: per counts the dims between the
- * samples and the channels (l of an (n, l, c) tensor), inner those after. */
-struct bn {
-	int64_t n, per, c, inner;
-};
-
-static struct bn bn_dims(const struct kern *k)
-{
-	struct bn d;
-	int64_t outer;
-
-	cpu_split_at(&k->out, shape_dim(&k->out, DIM_C), &outer, &d.c, &d.inner);
-	d.n = shape_size(&k->out, DIM_N);
-	d.per = outer / d.n;
-	return d;
-}
-
-/* The first local sample after local sample i that starts another group
- * (or n). */
-static int64_t group_end(const struct kern *k, const struct kbufs *b, int64_t n, int64_t i)
-{
-	int64_t s0 = b->n0 + k->glo[0], s = s0 + i, mb = k->stat_mb, j, t, g, hi;
-
-	if (mb <= 0)
-		return n;
-	j = s / mb;
-	t = s - j * mb;
-	/* the plan's shards of a micro-batch: [g mb / deg, (g + 1) mb / deg) */
-	for (g = t * k->stat_deg / mb; (g + 1) * mb / k->stat_deg <= t; g++)
-		;
-	hi = j * mb + (g + 1) * mb / k->stat_deg - s0;
-	return hi < n ? hi : n;
-}
-
-/* Groups of a call: at most one per sample. */
-static int64_t bn_ws(const struct kern *k)
-{
-	struct bn d = bn_dims(k);
-
-	return 2 * d.n * d.c; /* mean and 1/std per group and channel */
-}
 
 /* sum of x[0..n) and of x[t] y[t] (y NULL: of (x[t] - m)^2), in lanes */
 static void line_sums(const float *x, const float *y, double m, int64_t n, double *s1,
@@ -89,14 +48,14 @@ static void line_sums(const float *x, const float *y, double m, int64_t n, doubl
 }
 
 /* The float offset of (sample i, per p, channel ch) */
-static int64_t at(const struct bn *d, int64_t i, int64_t p, int64_t ch)
+static int64_t at(const struct bn_dims *d, int64_t i, int64_t p, int64_t ch)
 {
 	return ((i * d->per + p) * d->c + ch) * d->inner;
 }
 
 /* the sum over the group's lines of channel ch of x (and, with y, of
  * x y; without, of (x - m)^2) */
-static void group_sums(const struct bn *d, int64_t lo, int64_t hi, int64_t ch, const float *x,
+static void group_sums(const struct bn_dims *d, int64_t lo, int64_t hi, int64_t ch, const float *x,
 		       const float *y, double m, double *s1, double *s2)
 {
 	*s1 = *s2 = 0;
@@ -110,14 +69,14 @@ static void group_sums(const struct bn *d, int64_t lo, int64_t hi, int64_t ch, c
 
 static int bn_fwd(const struct kern *k, struct kbufs *b)
 {
-	struct bn d = bn_dims(k);
+	struct bn_dims d = bn_dims(k);
 	const float *gamma = b->w, *beta = b->w + d.c, *x = b->in[0];
 	float *stat = b->ws;
 
 	for (int64_t lo = 0, hi; lo < d.n; lo = hi, stat += 2 * d.c) {
 		double cnt;
 
-		hi = group_end(k, b, d.n, lo);
+		hi = bn_group_end(k, b->n0, d.n, lo);
 		cnt = (double)(hi - lo) * d.per * d.inner;
 		for (int64_t ch = 0; ch < d.c; ch++) {
 			double s, dummy, var;
@@ -147,14 +106,14 @@ static int bn_fwd(const struct kern *k, struct kbufs *b)
  * dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)) over the group */
 static int bn_bwd(const struct kern *k, struct kbufs *b)
 {
-	struct bn d = bn_dims(k);
+	struct bn_dims d = bn_dims(k);
 	const float *gamma = b->w, *x = b->in[0], *dy = b->dout, *stat = b->ws;
 	float *dgamma = b->dw, *dbeta = b->dw + d.c;
 
 	for (int64_t lo = 0, hi; lo < d.n; lo = hi, stat += 2 * d.c) {
 		double cnt;
 
-		hi = group_end(k, b, d.n, lo);
+		hi = bn_group_end(k, b->n0, d.n, lo);
 		cnt = (double)(hi - lo) * d.per * d.inner;
 		for (int64_t ch = 0; ch < d.c; ch++) {
 			double mean = stat[2 * ch], rstd = stat[2 * ch + 1], sdy, sdyx, sxhdy;
@@ -183,4 +142,4 @@ static int bn_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_batchnorm = { bn_fwd, bn_bwd, bn_ws };
+const struct kernel_ops cpu_batchnorm = { bn_fwd, bn_bwd, bn_ws_floats };

@@ -23,7 +23,7 @@ extern const struct kernel_ops cuda_linear, cuda_matmul, cuda_embedding;
 extern const struct kernel_ops cuda_relu, cuda_gelu, cuda_tanh, cuda_sigmoid, cuda_add,
 	cuda_mul, cuda_concat, cuda_identity, cuda_dropout;
 /* cuda_norm.cu */
-extern const struct kernel_ops cuda_layernorm, cuda_softmax, cuda_loss;
+extern const struct kernel_ops cuda_layernorm, cuda_softmax, cuda_loss, cuda_batchnorm;
 /* cuda_attn.cu */
 extern const struct kernel_ops cuda_attention;
 

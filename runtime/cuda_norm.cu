@@ -7,13 +7,16 @@
  * 1 / positions).  Sums run in double as on the CPU, so both agree to
  * float32 round-off whatever the order of the additions.
  *
- * Layernorm reduces a row with one block; softmax and the loss give each
- * line (the elements along the normalised dim) one thread, which is
- * simple and exact, and fast while lines are many and short.  Attention
+ * Batchnorm as cpu_batchnorm.c (its groups from kern_dims.h), one block
+ * per channel of a group.  Layernorm reduces a row with one block;
+ * softmax and the loss give each line (the elements along the normalised
+ * dim) one thread, which is simple and exact, and fast while lines are
+ * many and short.  Attention
  * (cuda_attn.cu) runs its scores through the same softmax, with its
  * causal mask (cuda_softmax_rows).
  */
 #include "cuda_ctx.cuh"
+#include "kern_dims.h"
 
 #define LN_EPS 1e-5
 
@@ -145,6 +148,109 @@ static int layernorm_bwd(const struct kern *k, struct kbufs *b)
 
 extern "C" const struct kernel_ops cuda_layernorm = { layernorm_fwd, layernorm_bwd,
 						      layernorm_ws };
+
+/* Batchnorm (cpu_batchnorm.c's semantics, kern_dims.h's groups): for
+ * each group of samples [lo, hi), one block per channel sums the
+ * channel's values of the group, as lines of `inner` floats. */
+static __device__ int64_t bn_at(const struct bn_dims &d, int64_t lo, int64_t e, int64_t ch)
+{
+	int64_t line = e / d.inner;
+
+	return ((lo * d.per + line) * d.c + ch) * d.inner + e % d.inner;
+}
+
+static __global__ void bn_fwd_kernel(const float *x, const float *gamma, const float *beta,
+				     float *y, float *stat, struct bn_dims d, int64_t lo,
+				     int64_t cnt)
+{
+	int64_t ch = blockIdx.x;
+	double s = 0, s2 = 0, mean, rstd;
+	float g, sh;
+
+	for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x)
+		s += x[bn_at(d, lo, e, ch)];
+	mean = block_sum(s) / (double)cnt;
+	for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
+		double v = x[bn_at(d, lo, e, ch)] - mean;
+
+		s2 += v * v;
+	}
+	rstd = 1.0 / sqrt(block_sum(s2) / (double)cnt + LN_EPS);
+	g = (float)rstd * gamma[ch];
+	sh = beta[ch] - (float)mean * g;
+	for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x)
+		y[bn_at(d, lo, e, ch)] = x[bn_at(d, lo, e, ch)] * g + sh;
+	if (threadIdx.x == 0) {
+		stat[2 * ch] = (float)mean;
+		stat[2 * ch + 1] = (float)rstd;
+	}
+}
+
+/* dbeta += sum dy, dgamma += sum dy xhat, and (dx not NULL)
+ * dx = gamma rstd (dy - mean(dy) - xhat mean(dy xhat)) over the group */
+static __global__ void bn_bwd_kernel(const float *x, const float *dy, const float *gamma,
+				     const float *stat, float *dx, float *dgamma, float *dbeta,
+				     struct bn_dims d, int64_t lo, int64_t cnt)
+{
+	int64_t ch = blockIdx.x;
+	double mean = stat[2 * ch], rstd = stat[2 * ch + 1], sdy = 0, sdyx = 0, sxh;
+	float a, bb, c0, m = (float)mean;
+
+	for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
+		int64_t o = bn_at(d, lo, e, ch);
+
+		sdy += dy[o];
+		sdyx += (double)dy[o] * x[o];
+	}
+	sdy = block_sum(sdy);
+	sxh = (block_sum(sdyx) - mean * sdy) * rstd;
+	if (threadIdx.x == 0) {
+		dbeta[ch] += (float)sdy;
+		dgamma[ch] += (float)sxh;
+	}
+	if (!dx)
+		return;
+	a = (float)(gamma[ch] * rstd);
+	bb = (float)(-gamma[ch] * rstd * rstd * sxh / (double)cnt);
+	c0 = (float)(-gamma[ch] * rstd * sdy / (double)cnt);
+	for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
+		int64_t o = bn_at(d, lo, e, ch);
+
+		dx[o] = a * dy[o] + bb * (x[o] - m) + c0;
+	}
+}
+
+static int batchnorm_fwd(const struct kern *k, struct kbufs *b)
+{
+	struct bn_dims d = bn_dims(k);
+	float *stat = b->ws;
+
+	for (int64_t lo = 0, hi; lo < d.n && d.c > 0; lo = hi, stat += 2 * d.c) {
+		hi = bn_group_end(k, b->n0, d.n, lo);
+		bn_fwd_kernel<<<(unsigned)d.c, CUDA_THREADS, 0, cuda_ctx.stream>>>(
+			b->in[0], b->w, b->w + d.c, b->out, stat, d, lo, (hi - lo) * d.per * d.inner);
+		LAUNCH_CHECK();
+	}
+	return AP_OK;
+}
+
+static int batchnorm_bwd(const struct kern *k, struct kbufs *b)
+{
+	struct bn_dims d = bn_dims(k);
+	const float *stat = b->ws;
+
+	for (int64_t lo = 0, hi; lo < d.n && d.c > 0; lo = hi, stat += 2 * d.c) {
+		hi = bn_group_end(k, b->n0, d.n, lo);
+		bn_bwd_kernel<<<(unsigned)d.c, CUDA_THREADS, 0, cuda_ctx.stream>>>(
+			b->in[0], b->dout, b->w, stat, b->din[0], b->dw, b->dw + d.c, d, lo,
+			(hi - lo) * d.per * d.inner);
+		LAUNCH_CHECK();
+	}
+	return AP_OK;
+}
+
+extern "C" const struct kernel_ops cuda_batchnorm = { batchnorm_fwd, batchnorm_bwd,
+						      bn_ws_floats };
 
 /* A tensor seen as [outer][size][inner] around the dim normalised: line
  * q = (o, i) holds elements o size inner + i + t inner, t < size.  With

@@ -1,8 +1,8 @@
 /*
- * The GEMM dimensions of the dense operators' shards, shared by the CPU
- * (cpu_dense.c, cpu_attn.c) and CUDA (cuda_dense.cu, cuda_attn.cu)
- * kernels so both read a shard's local shapes, parameters and workspace
- * the same way.  Not an interface: only the kernel files include it.
+ * The GEMM dimensions of the dense operators' shards, and batchnorm's
+ * groups, shared by the CPU (cpu_dense.c, cpu_attn.c, cpu_batchnorm.c)
+ * and CUDA (cuda_dense.cu, cuda_attn.cu, cuda_norm.cu) kernels so both
+ * read a shard's local shapes, parameters and workspace the same way.  Not an interface: only the kernel files include it.
  */
 #ifndef AUTOPAR_KERN_DIMS_H
 #define AUTOPAR_KERN_DIMS_H
@@ -112,6 +112,53 @@ static inline int attn_across_heads(const struct attn *a, struct kbufs *b, float
 static inline int64_t attn_first_lim(const struct kern *kn, const struct attn *a)
 {
 	return kn->op->a.causal ? a->qg + 1 - a->kg : a->lk;
+}
+
+/* batchnorm (cpu_batchnorm.c has the semantics): the shard's tensor as
+ * [n][per][c][inner], per counting the dims between the samples and the
+ * channels (l of an (n, l, c) tensor), inner those after; the workspace
+ * keeps a mean and a 1/std per group and channel, at most a group per
+ * sample. */
+struct bn_dims {
+	int64_t n, per, c, inner;
+};
+
+static inline struct bn_dims bn_dims(const struct kern *k)
+{
+	const struct shape *s = &k->out;
+	struct bn_dims d = { shape_size(s, DIM_N), 1, shape_size(s, DIM_C), 1 };
+	int di = shape_dim(s, DIM_C);
+
+	for (int q = 1; q < di; q++)
+		d.per *= s->size[q];
+	for (int q = di + 1; q < s->rank; q++)
+		d.inner *= s->size[q];
+	return d;
+}
+
+static inline int64_t bn_ws_floats(const struct kern *k)
+{
+	struct bn_dims d = bn_dims(k);
+
+	return 2 * d.n * d.c;
+}
+
+/* The end of the group of local sample i (the first local sample after i
+ * that starts another group, or n) in a call whose micro-batch starts at
+ * sample n0 of the batch: struct kern's stat_mb and stat_deg. */
+static inline int64_t bn_group_end(const struct kern *k, int64_t n0, int64_t n, int64_t i)
+{
+	int64_t s0 = n0 + k->glo[0], s = s0 + i, mb = k->stat_mb, j, t, g, hi;
+
+	if (mb <= 0)
+		return n;
+	j = s / mb;
+	t = s - j * mb;
+	/* the plan's shards of a micro-batch: [g mb / deg, (g + 1) mb / deg) */
+	for (g = t * k->stat_deg / mb; (g + 1) * mb / k->stat_deg <= t; g++)
+		;
+	hi = j * mb + (g + 1) * mb / k->stat_deg - s0;
+	return hi < n ? hi : n;
 }
 
 #endif

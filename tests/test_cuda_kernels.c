@@ -368,6 +368,10 @@ static void test_norm(void **state)
 		same(m);
 		snprintf(m, sizeof m, HEAD "input x l=%d c=%d\nloss y x\n", n, l, c);
 		same(m);
+		snprintf(m, sizeof m, HEAD "input x c=%d h=%d w=3\nbatchnorm y x\n", n, c, l);
+		same(m);
+		snprintf(m, sizeof m, HEAD "input x l=%d c=%d\nbatchnorm y x\n", n, l, c);
+		same(m);
 	}
 }
 
