@@ -215,7 +215,9 @@ static int64_t maxpool_ws(const struct kern *k)
  * column x sees are those with x in inside()'s range, so the loop over x
  * has no bounds test, and a cell wins, as in a plain scan of the window
  * in row-major order, when it is the window's first or strictly greater
- * than the best so far: a select, not a branch on the data. */
+ * than the best so far: a select, not a branch on the data, and the
+ * cell's index converted from 32 bits (a plane's index is exact in a
+ * float below 2^24), so that the loop vectorises. */
 static int maxpool_fwd(const struct kern *k, struct kbufs *b)
 {
 	struct conv d = conv_dims(k);
@@ -224,8 +226,8 @@ static int maxpool_fwd(const struct kern *k, struct kbufs *b)
 		const float *x = b->in[0] + p * d.h * d.w;
 
 		for (int64_t y = 0; y < d.oh; y++) {
-			float *best = b->out + (p * d.oh + y) * d.ow;
-			float *arg = b->ws + (p * d.oh + y) * d.ow;
+			float *restrict best = b->out + (p * d.oh + y) * d.ow;
+			float *restrict arg = b->ws + (p * d.oh + y) * d.ow;
 
 			for (int64_t xo = 0; xo < d.ow; xo++) {
 				best[xo] = -FLT_MAX;
@@ -237,15 +239,16 @@ static int maxpool_fwd(const struct kern *k, struct kbufs *b)
 				if (iy < 0 || iy >= d.h)
 					continue;
 				for (int j = 0; j < d.kw; j++) {
-					int64_t x0, x1, at = iy * d.w + j - d.pw;
+					int64_t x0, x1;
+					int32_t at = (int32_t)(iy * d.w + j - d.pw), sw = d.sw;
 
 					inside(d.ow, d.w, d.sw, d.pw, j, &x0, &x1);
-					for (int64_t xo = x0; xo < x1; xo++) {
-						float v = x[at + xo * d.sw];
+					for (int32_t xo = (int32_t)x0; xo < (int32_t)x1; xo++) {
+						float v = x[at + xo * sw];
 						int win = (v > best[xo]) | (arg[xo] < 0.0f);
 
 						best[xo] = cpu_select(v, best[xo], win);
-						arg[xo] = cpu_select((float)(at + xo * d.sw), arg[xo], win);
+						arg[xo] = cpu_select((float)(at + xo * sw), arg[xo], win);
 					}
 				}
 			}

@@ -453,6 +453,28 @@ static void test_expf(void **state)
 	}
 }
 
+/* cpu_erf1p against 1 + erf in double (erfc(-x) where x < 0), relative:
+ * within 2e-6 from x = -4 up, within 1e-5 below, down to 1e-30 (where
+ * exp's argument, x^2 in float, has lost that much); its limits and NaN */
+static void test_erf1p(void **state)
+{
+	(void)state;
+	for (int i = -3000000; i <= 3000000; i++) {
+		float v = 9.0f * (float)i / 3000000.0f;
+		double want = v < 0 ? erfc(-(double)v) : 1.0 + erf((double)v);
+
+		if (want >= 1e-30 &&
+		    fabs(cpu_erf1p(v) - want) > (v >= -4.0f ? 2e-6 : 1e-5) * want) {
+			print_error("cpu_erf1p(%.9g) = %.9g, expected %.9g\n", (double)v,
+				    (double)cpu_erf1p(v), want);
+			fail();
+		}
+	}
+	assert_true(cpu_erf1p(1e30f) == 2.0f && cpu_erf1p(-1e30f) == 0.0f);
+	assert_true(cpu_erf1p(INFINITY) == 2.0f && cpu_erf1p(-INFINITY) == 0.0f);
+	assert_true(fabsf(cpu_erf1p(0.0f) - 1.0f) <= 2e-7f && isnan(cpu_erf1p(NAN)));
+}
+
 static void test_fwd_linear_norm_loss(void **state)
 {
 	struct fixture f;
@@ -788,6 +810,7 @@ int main(void)
 		cmocka_unit_test(test_fwd_conv),
 		cmocka_unit_test(test_fwd_maxpool),
 		cmocka_unit_test(test_expf),
+		cmocka_unit_test(test_erf1p),
 		cmocka_unit_test(test_fwd_linear_norm_loss),
 		cmocka_unit_test(test_fwd_attention),
 		cmocka_unit_test(test_batchnorm_groups),
