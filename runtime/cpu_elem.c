@@ -76,8 +76,12 @@ static int relu_bwd(const struct kern *k, struct kbufs *b)
 }
 
 const struct kernel_ops cpu_relu = { relu_fwd, relu_bwd, NULL };
+/* gelu: y = x Phi(x), so the backward reads Phi(x) = y / x off the
+ * forward's output (0.5 + x / sqrt(2 pi) where |x| < 1e-3, its cubic
+ * term below 2e-11) and adds x phi(x) */
 ACTIVATION(gelu, 0.5f * x * cpu_erf1p(x * INV_SQRT2),
-	   0.5f * cpu_erf1p(x * INV_SQRT2) + x * INV_SQRT2PI * cpu_expf(-0.5f * x * x))
+	   cpu_select(0.5f + x * INV_SQRT2PI, y / x, fabsf(x) < 1e-3f) +
+		   x * INV_SQRT2PI * cpu_expf(-0.5f * x * x))
 ACTIVATION(tanh, tanhf(x), 1.0f - y * y)
 ACTIVATION(sigmoid, 1.0f / (1.0f + expf(-x)), y * (1.0f - y))
 

@@ -131,11 +131,12 @@ double cpu_exp_sum(const float *x, float mx, float *y, int64_t n)
 
 		for (int j = 0; j < CPU_LANES; j++)
 			v[j] = x[t + j];
-		for (int j = 0; j < CPU_LANES; j++) {
+		for (int j = 0; j < CPU_LANES; j++)
 			v[j] = cpu_expf(v[j] - mx);
+		for (int j = 0; j < CPU_LANES; j++)
 			y[t + j] = v[j];
+		for (int j = 0; j < CPU_LANES; j++)
 			lane[j] += v[j];
-		}
 	}
 	for (; t < n; t++) {
 		y[t] = cpu_expf(x[t] - mx);
