@@ -145,8 +145,9 @@ $(BUILD)/runtime/%.o: runtime/%.cu $(FLAGS_FILE)
 
 $(BUILD)/runtime/cuda_load.o: CFLAGS += $(LOAD_FLAGS)
 # The CPU kernels at -O3: their branch-free loops (cpu_kern.h) vectorise
-# there, not at -O2; without -ffast-math the arithmetic is the same.
-$(BUILD)/runtime/cpu_%.o: CFLAGS += -O3
+# there, not at -O2; without -ffast-math the arithmetic is the same.  Their
+# short copy and fill loops (im2col's rows) stay loops, not library calls.
+$(BUILD)/runtime/cpu_%.o: CFLAGS += -O3 -fno-tree-loop-distribute-patterns
 
 $(BUILD)/so/%.o: %.c $(FLAGS_FILE)
 	@mkdir -p $(dir $@)

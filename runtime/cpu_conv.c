@@ -69,7 +69,9 @@ static void inside(int64_t ow, int64_t w, int s, int64_t p, int j, int64_t *x0, 
 	*x1 = *x1 < *x0 ? *x0 : *x1 < ow ? *x1 : ow;
 }
 
-/* col[(ci, i, j)][(y, x)] = x[ci][y*sh - ph + i][x*sw - pw + j], 0 outside */
+/* col[(ci, i, j)][(y, x)] = x[ci][y*sh - ph + i][x*sw - pw + j], 0 outside.
+ * A row is a few dozen floats: plain loops (Makefile: not turned into
+ * memset and memcpy calls, which cost more than the row here) */
 static void im2col(const struct conv *d, const float *x, int64_t cg, float *col)
 {
 	int64_t hw = d->oh * d->ow;
@@ -78,27 +80,27 @@ static void im2col(const struct conv *d, const float *x, int64_t cg, float *col)
 		for (int i = 0; i < d->kh; i++)
 			for (int j = 0; j < d->kw; j++) {
 				float *row = col + ((ci * d->kh + i) * d->kw + j) * hw;
-				int64_t x0, x1;
+				int64_t x0, x1, off = j - d->pw;
 
 				inside(d->ow, d->w, d->sw, d->pw, j, &x0, &x1);
 				for (int64_t y = 0; y < d->oh; y++) {
-					int64_t iy = y * d->sh - d->ph + i;
-					float *r = row + y * d->ow;
-					const float *src;
-					int64_t off = j - d->pw;
+					int64_t iy = y * d->sh - d->ph + i, xo = 0;
+					int in = iy >= 0 && iy < d->h;
+					int64_t a = in ? x0 : d->ow, e = in ? x1 : d->ow;
+					float *restrict r = row + y * d->ow;
+					const float *restrict src =
+						in ? x + (ci * d->h + iy) * d->w + off : x;
 
-					if (iy < 0 || iy >= d->h) {
-						memset(r, 0, (size_t)d->ow * sizeof *r);
-						continue;
-					}
-					src = x + (ci * d->h + iy) * d->w;
-					memset(r, 0, (size_t)x0 * sizeof *r);
+					for (; xo < a; xo++)
+						r[xo] = 0.0f;
 					if (d->sw == 1)
-						memcpy(r + x0, src + x0 + off, (size_t)(x1 - x0) * sizeof *r);
+						for (; xo < e; xo++)
+							r[xo] = src[xo];
 					else
-						for (int64_t xo = x0; xo < x1; xo++)
-							r[xo] = src[xo * d->sw + off];
-					memset(r + x1, 0, (size_t)(d->ow - x1) * sizeof *r);
+						for (; xo < e; xo++)
+							r[xo] = src[xo * d->sw];
+					for (; xo < d->ow; xo++)
+						r[xo] = 0.0f;
 				}
 			}
 }
