@@ -14,6 +14,6 @@ set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set xtics rotate by -30
 set grid ytics
-set key top left
+set key top right
 set yrange [0:*]
 plot dat using 2:xtic(1) title 'samples/s ratio', 1 with lines dashtype 2 lc rgb 'black' title 'parity'
