@@ -133,9 +133,10 @@ static int bn_bwd(const struct kern *k, struct kbufs *b)
 			for (int64_t i = lo; i < hi; i++)
 				for (int64_t p = 0; p < d.per; p++) {
 					int64_t o = at(&d, i, p, ch);
+					float *dx = b->din[0] + o;
 
 					for (int64_t t = 0; t < d.inner; t++)
-						b->din[0][o + t] = a * dy[o + t] + bb * (x[o + t] - m) + c0;
+						dx[t] = a * dy[o + t] + bb * (x[o + t] - m) + c0;
 				}
 		}
 	}

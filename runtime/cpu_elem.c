@@ -1,7 +1,7 @@
 /*
  * CPU kernels of the element-wise operators: activations (relu, erf
- * gelu as PyTorch's default, through cpu_erf1p, tanh, sigmoid), sums and products of equally
- * shaped inputs, concatenation, the identity of flatten and reshape (the
+ * gelu as PyTorch's default through cpu_erf1p, tanh, sigmoid), sums and
+ * products of equally shaped inputs, concatenation, the identity of flatten and reshape (the
  * memory order does not change), and dropout with a mask drawn from a hash
  * of the element's position in the whole batch, so every split of the op
  * draws the same mask as one device does.

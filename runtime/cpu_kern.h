@@ -110,7 +110,7 @@ static inline float cpu_erf1p(float x)
 
 /* cpu_norm.c: the largest of x[0..n) (n > 0); y[t] = cpu_expf(x[t] - mx)
  * for t < n, returning their sum in double.  Both run in blocks of
- * CPU_LANES independent lanes, which -O2 vectorises. */
+ * CPU_LANES independent lanes, which the kernels' -O3 vectorises. */
 #define CPU_LANES 8
 float cpu_max(const float *x, int64_t n);
 double cpu_exp_sum(const float *x, float mx, float *y, int64_t n);

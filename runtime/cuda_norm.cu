@@ -11,9 +11,8 @@
  * per channel of a group.  Layernorm reduces a row with one block;
  * softmax and the loss give each line (the elements along the normalised
  * dim) one thread, which is simple and exact, and fast while lines are
- * many and short.  Attention
- * (cuda_attn.cu) runs its scores through the same softmax, with its
- * causal mask (cuda_softmax_rows).
+ * many and short.  Attention (cuda_attn.cu) runs its scores through the
+ * same softmax, with its causal mask (cuda_softmax_rows).
  */
 #include "cuda_ctx.cuh"
 #include "kern_dims.h"

@@ -2,7 +2,8 @@
  * The GEMM dimensions of the dense operators' shards, and batchnorm's
  * groups, shared by the CPU (cpu_dense.c, cpu_attn.c, cpu_batchnorm.c)
  * and CUDA (cuda_dense.cu, cuda_attn.cu, cuda_norm.cu) kernels so both
- * read a shard's local shapes, parameters and workspace the same way.  Not an interface: only the kernel files include it.
+ * read a shard's local shapes, parameters and workspace the same way.
+ * Not an interface: only the kernel files include it.
  */
 #ifndef AUTOPAR_KERN_DIMS_H
 #define AUTOPAR_KERN_DIMS_H

@@ -150,6 +150,7 @@ static void refused(const char *model, const char *cluster, const char *op,
 		print_error("%s\n", out);
 		fail();
 	}
+	/* one message, before any rank started */
 	assert_null(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL);
 }
 

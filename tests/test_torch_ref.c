@@ -8,10 +8,10 @@
  * gradient of autopar with float64's: within 1e-4 (float32 sums in
  * another order) or, for a network that loses more in float32 (resnet50
  * at batch 2: PyTorch's own float32 gradients are 16% off), within twice
- * PyTorch's own float32 difference.  Where python_path() (datadir.h: what `autopar models import` runs,
- * AUTOPAR_PYTHON or Debian's python3) cannot import torch, the
- * comparisons skip with a message; the option's refusals are tested
- * everywhere.
+ * PyTorch's own float32 difference.  Where python_path() (datadir.h:
+ * what `autopar models import` runs, AUTOPAR_PYTHON or Debian's python3)
+ * cannot import torch, the comparisons skip with a message; the option's
+ * refusals are tested everywhere.
  */
 #include "runtest.h"
 
