@@ -97,8 +97,9 @@ $(info autopar: $(CUDA_MSG), $(CUDNN_MSG), $(NCCL_MSG) under $(CUDA_HOME))
 endif
 
 # --- sources ----------------------------------------------------------------
-CORE_SRC := $(wildcard core/*.c)
-PLAN_SRC := $(wildcard planners/*.c)
+# core/ in its layers (docs/architecture.md), planners/ with algo/
+CORE_SRC := $(wildcard core/*/*.c)
+PLAN_SRC := $(wildcard planners/*.c planners/*/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 RT_SRC   := $(filter-out runtime/cuda_stub.c runtime/cuda_load.c runtime/backend_cuda.c, \
               $(wildcard runtime/*.c))

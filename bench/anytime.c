@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "csvio.h"
-#include "datadir.h"
-#include "err.h"
+#include "util/csvio.h"
+#include "util/datadir.h"
+#include "util/err.h"
 
 static const char *const cols[] = { "model", "batch", "cluster", "planner", "seed",
 				    "search_s", "best_iter_ms" };

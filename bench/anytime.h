@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "plan.h"
+#include "plan/plan.h"
 #include "results.h"
 
 #define ANYTIME_HEADER "model,batch,cluster,planner,seed,search_s,best_iter_ms"

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "planner.h"
-#include "grow.h"
+#include "util/grow.h"
 
 #define MAXW 256
 

@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "batch.h"
+#include "model/batch.h"
 
 struct bench_cell {
 	const char *model, *cluster, *planner; /* point into the matrix */

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "csvio.h"
-#include "datadir.h"
-#include "err.h"
-#include "grow.h"
+#include "util/csvio.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "util/grow.h"
 
 static const char *const cols[] = {
 	"model", "batch", "scaling", "cluster", "profile", "planner", "seed", "budget_s", "status",

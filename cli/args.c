@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "util/err.h"
 
 static int set(const struct opt *o, const char *as, const char *val)
 {

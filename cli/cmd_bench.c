@@ -12,18 +12,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "util/clock.h"
 #include "args.h"
 #include "commands.h"
-#include "datadir.h"
-#include "err.h"
+#include "util/datadir.h"
+#include "util/err.h"
 #include "load.h"
 #include "matrix.h"
-#include "model_io.h"
+#include "model/model_io.h"
 #include "planner.h"
 #include "anytime.h"
 #include "results.h"
-#include "sim.h"
+#include "sim/sim.h"
 
 /* The profile of the previous cell is kept: cells come grouped by cluster. */
 struct profile_cache {

@@ -8,14 +8,16 @@
 #include <stdlib.h>
 
 #include "args.h"
-#include "cluster.h"
+#include "hw/cluster.h"
 #include "commands.h"
-#include "datadir.h"
-#include "err.h"
+#include "util/datadir.h"
+#include "util/err.h"
 #include "load.h"
-#include "model_io.h"
-#include "plan.h"
-#include "profile.h"
+#include "model/model_io.h"
+#include "plan/plan.h"
+#include "hw/profile.h"
+#include "plan/plan_io.h"
+#include "plan/plan_check.h"
 
 static int run(int argc, char **argv)
 {

@@ -11,11 +11,11 @@
 
 
 #include "args.h"
-#include "cluster.h"
+#include "hw/cluster.h"
 #include "commands.h"
-#include "csvio.h"
-#include "datadir.h"
-#include "err.h"
+#include "util/csvio.h"
+#include "util/datadir.h"
+#include "util/err.h"
 
 static const char usage[] =
 	"usage: autopar clusters [--csv] [NAME|SPEC...]\n"

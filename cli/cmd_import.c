@@ -21,9 +21,9 @@
 
 #include "args.h"
 #include "commands.h"
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
 
 extern char **environ;
 

@@ -11,9 +11,10 @@
 
 #include "args.h"
 #include "commands.h"
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
+#include "model/ops.h"
 
 static void summary_row(const struct graph *g, int csv)
 {

@@ -8,14 +8,15 @@
 #include <string.h>
 
 #include "args.h"
-#include "batch.h"
+#include "model/batch.h"
 #include "commands.h"
-#include "err.h"
+#include "util/err.h"
 #include "load.h"
-#include "model_io.h"
-#include "plan.h"
+#include "model/model_io.h"
+#include "plan/plan.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "plan/plan_io.h"
 
 /* The -P value, looked up before parsing so that the planner's own
  * options can be accepted as long options. */

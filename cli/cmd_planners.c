@@ -5,7 +5,7 @@
 
 #include "args.h"
 #include "commands.h"
-#include "csvio.h"
+#include "util/csvio.h"
 #include "planner.h"
 
 /* "straight;schedule=1f1b-async|1f1b-flush": the options of p. */

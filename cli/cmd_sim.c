@@ -12,15 +12,16 @@
 #include <stdlib.h>
 
 #include "args.h"
-#include "clock.h"
+#include "util/clock.h"
 #include "commands.h"
-#include "datadir.h"
-#include "csvio.h"
-#include "err.h"
+#include "util/datadir.h"
+#include "util/csvio.h"
+#include "util/err.h"
 #include "load.h"
-#include "model_io.h"
-#include "plan.h"
-#include "sim.h"
+#include "model/model_io.h"
+#include "plan/plan.h"
+#include "sim/sim.h"
+#include "sim/sim_trace.h"
 
 
 /* "1.23 GB", "512 KiB": sizes a person reads. */
@@ -37,7 +38,7 @@ static void fmt_bytes(char *buf, size_t len, double b)
 }
 
 static void print_summary(const struct plan_inputs *in, const struct sim_result *r,
-			  enum sim_optimizer opt)
+			  enum optimizer opt)
 {
 	const struct sim_mem *m = &r->mem[r->peak_dev];
 	char peak[32], cap[32], w[32], a[32], intra[32], inter[32];
@@ -66,7 +67,7 @@ static void print_summary(const struct plan_inputs *in, const struct sim_result 
 	fmt_bytes(w, sizeof w, (double)(m->weights + m->grads + m->opt_state + m->stash));
 	fmt_bytes(a, sizeof a, (double)m->act);
 	printf("  memory       peak %s on device %d of %s (weights, gradients, %s state%s: %s; activations: %s)%s\n",
-	       peak, r->peak_dev, cap, sim_optimizer_name(opt),
+	       peak, r->peak_dev, cap, optimizer_name(opt),
 	       in->pl.sched == SCHED_1F1B_ASYNC	     ? ", stashed versions"
 	       : in->pl.sched == SCHED_ASYNC_PREDICT ? ", predicted weights"
 						     : "",
@@ -82,7 +83,7 @@ static void print_summary(const struct plan_inputs *in, const struct sim_result 
 }
 
 static void print_csv(const struct plan_inputs *in, const struct sim_result *r,
-		      enum sim_optimizer opt)
+		      enum optimizer opt)
 {
 	fputs("plan,model,batch,cluster,profile,schedule,microbatches,stages,optimizer,"
 	      "iter_s,samples_per_s,bubble,peak_mem_bytes,peak_dev,mem_bytes,"
@@ -99,7 +100,7 @@ static void print_csv(const struct plan_inputs *in, const struct sim_result *r,
 	putchar(',');
 	csvio_put_text(stdout, in->p.name[0] ? in->p.name : in->profile);
 	printf(",%s,%d,%d,%s,", sched_name(in->pl.sched), in->pl.microbatches,
-	       in->pl.nstages, sim_optimizer_name(opt));
+	       in->pl.nstages, optimizer_name(opt));
 	csvio_put_number(stdout, r->iter_s, 1);
 	putchar(',');
 	csvio_put_number(stdout, r->samples_per_s, 1);
@@ -174,7 +175,7 @@ static int run(int argc, char **argv)
 	const char *optname = "sgd";
 	long long repeat = 0, microbatches = 0;
 	int csv = 0, npos, st;
-	struct sim_opts o = { .optimizer = SIM_SGD };
+	struct sim_opts o = { .optimizer = OPTIMIZER_SGD };
 	const struct opt opts[] = {
 		{ "-m", "--model", OPT_STR, &model },
 		{ "-c", "--cluster", OPT_STR, &cspec },
@@ -199,7 +200,7 @@ static int run(int argc, char **argv)
 	if (npos != 1)
 		return ap_err(AP_EINPUT, "sim", 0,
 			      "expected one plan file (see autopar help sim)");
-	if (sim_optimizer_parse(optname, &o.optimizer) != 0)
+	if (optimizer_parse(optname, &o.optimizer) != 0)
 		return ap_err(AP_EINPUT, "--optimizer", 0,
 			      "unknown optimizer '%s' (expected sgd or adam)", optname);
 	o.record = trace || timeline;

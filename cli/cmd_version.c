@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "backend.h"
-#include "datadir.h"
+#include "util/datadir.h"
 #include "gpu.h"
 #include "transport.h"
 

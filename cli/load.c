@@ -13,9 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
+#include "plan/plan_io.h"
+#include "plan/plan_check.h"
 
 void plan_inputs_init(struct plan_inputs *in)
 {

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "instance.h"
+#include "plan/instance.h"
 
 /* A plan file and what it was made for: the model, cluster and profile it
  * names, each of which a command may override. */

@@ -4,6 +4,7 @@
  * above the device count), parameters replicated and all-reduced.
  */
 #include "planner.h"
+#include "plan/plan_build.h"
 
 static int plan_dp(const struct planner_input *in, struct plan *out)
 {

@@ -4,10 +4,11 @@
  */
 #include <stdio.h>
 
-#include "clock.h"
-#include "err.h"
+#include "util/clock.h"
+#include "util/err.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "plan/plan_check.h"
 
 /* Every planner's plan is simulated as it leaves the driver: its
  * prediction, and whether it fits the devices' memory as the simulator

@@ -25,10 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "err.h"
+#include "util/clock.h"
+#include "util/err.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "model/ops.h"
+#include "plan/plan_build.h"
 
 #define EX_MAX_PLANS 2000000
 

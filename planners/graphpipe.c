@@ -70,11 +70,12 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "clock.h"
-#include "err.h"
+#include "util/clock.h"
+#include "util/err.h"
 #include "graphpipe_impl.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "plan/plan_build.h"
 
 /* --- plans ---------------------------------------------------------------- */
 
@@ -252,7 +253,7 @@ static int setup(struct gp *gp)
 		int one[NDIMS] = { 1, 1, 1, 1, 1 };
 		struct op_cost oc;
 
-		rc = sim_op_cost(gp->in->p, g, i, one, 1, &oc);
+		rc = cost_op(gp->in->p, g, i, one, 1, &oc);
 		if (rc)
 			goto out;
 		op_w[i] = oc.fwd_us + oc.bwd_us;
@@ -275,8 +276,7 @@ out:
 static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 {
 	const struct cluster *c = in->c;
-	struct gp gp = { .in = in, .g = in->g, .n = in->g->nops, .D = cluster_ndevices(c),
-			 .copies = 1 };
+	struct gp gp = { .in = in, .g = in->g, .n = in->g->nops, .D = cluster_ndevices(c) };
 	int max_m = planner_int(in, "max-microbatches");
 	int nverify = planner_int(in, "verify"), best = -1, rc;
 	double best_s = INFINITY;
@@ -297,8 +297,7 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 	for (int l = 0; l < (gp.D > c->per_node ? 2 : 1) && !rc; l++) {
 		const struct link *ln = gp.D > c->per_node && l == 0 ? &c->inter : &c->intra;
 
-		gp.bw = ln->bw_bytes_per_s;
-		gp.lat_link = ln->latency_s;
+		gp.link = ln;
 		rc = gp_search(&gp, max_m, nverify);
 	}
 	if (!rc)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "planner.h"
-#include "sp_decomp.h"
+#include "algo/sp_decomp.h"
 
 struct gp_cell;
 
@@ -30,7 +30,7 @@ struct gp_cand {
 struct gp {
 	const struct planner_input *in;
 	const struct graph *g;
-	int n, D, copies;
+	int n, D;
 	int *cons_ofs, *cons;
 	/* decomposition, and per node of it where its DP tables are in
 	 * cells: tab[id], (nkid + 1) x (D + 1) cells; merge[id], a parallel
@@ -48,7 +48,8 @@ struct gp {
 	int *lc_ofs, *lc; /* positions whose last consumer is at q */
 	int *lastc;
 	int *seen, seen_stamp;
-	double bw, lat_link, mem;
+	const struct link *link; /* the link guess transfers are priced on */
+	double mem;
 	/* the DP of one (m, T); feas: only whether T is feasible, each
 	 * table row's cell 0 holding the fewest devices that meet T */
 	int m, feas;
@@ -72,7 +73,7 @@ struct gp {
 /* graphpipe_search.c.  After the tree is built: places the DP tables
  * and computes what the DP reads per position. */
 int gp_tables(struct gp *gp);
-/* One link guess (gp->bw, gp->lat_link): both phases of the search over
+/* One link guess (gp->link): both phases of the search over
  * the micro-batch counts, powers of two up to max_m that divide the
  * batch, adding their plans to the candidates. */
 int gp_search(struct gp *gp, int max_m, int nverify);

@@ -50,11 +50,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "err.h"
+#include "util/clock.h"
+#include "util/err.h"
 #include "graphpipe_impl.h"
-#include "grow.h"
-#include "sim.h"
+#include "util/grow.h"
+#include "sim/sim.h"
+#include "plan/plan_check.h"
 
 /* How the last piece of a DP cell was made. */
 enum {
@@ -137,8 +138,7 @@ static int prefixes(struct gp *gp)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int q = 0; q < n; q++) {
 		const struct op *op = &g->ops[gp->sp.ord[q]];
-		struct plan_op whole = { .degree = { 1, 1, 1, 1, 1 }, .ndev = 1 };
-		int64_t pb = plan_param_shard_bytes(op, &whole);
+		int64_t pb = cost_param_bytes(op, 1);
 
 		gp->par_pref[q + 1] = gp->par_pref[q] + (double)pb;
 		gp->npar_pref[q + 1] = gp->npar_pref[q] + (pb > 0);
@@ -202,7 +202,7 @@ static int comp_prefix(struct gp *gp, int k, const double **out)
 		for (int q = 0; q < gp->n; q++) {
 			int i = gp->sp.ord[q];
 			struct op_cost oc;
-			int st = sim_op_cost(gp->in->p, gp->g, i, deg, 1, &oc);
+			int st = cost_op(gp->in->p, gp->g, i, deg, 1, &oc);
 
 			if (st)
 				return st;
@@ -214,22 +214,17 @@ static int comp_prefix(struct gp *gp, int k, const double **out)
 	return AP_OK;
 }
 
-/* Ring all-reduce of P bytes over d replicas, hierarchical across nodes,
- * with the latency terms once per op with parameters (sim_comm.c). */
+/* The all-reduce of P bytes over d replicas on consecutive devices, the
+ * cost model's ring, hierarchical across nodes, with the latency terms
+ * once per op with parameters. */
 static double allreduce_s(const struct gp *gp, double P, int nparops, int d)
 {
 	const struct cluster *c = gp->in->c;
 	int q = d < c->per_node ? d : c->per_node, N = (d + c->per_node - 1) / c->per_node;
-	double t;
 
 	if (d <= 1 || P <= 0)
 		return 0;
-	t = 2.0 * (q - 1) / q * P / c->intra.bw_bytes_per_s +
-	    2.0 * (q - 1) * c->intra.latency_s * nparops;
-	if (N > 1)
-		t += 2.0 * (N - 1) / N * P / c->inter.bw_bytes_per_s +
-		     2.0 * (N - 1) * c->inter.latency_s * nparops;
-	return t;
+	return cost_allreduce_spread_s(c, N, q, P, nparops);
 }
 
 /* A run of positions a..b-1 growing to the right, with the bytes (whole
@@ -279,11 +274,11 @@ static int eval(struct gp *gp, const struct gp_run *r, int d, int sidx,
 	const double *c = gp->comp + (size_t)sidx * (gp->n + 1);
 	double frac = (double)gp->div[sidx] / (double)gp->g->batch;
 	double comp = c[r->b] - c[r->a], P = gp->par_pref[r->b] - gp->par_pref[r->a];
-	double tin = r->in_b > 0 ? gp->lat_link + r->in_b * frac / gp->bw : 0;
-	double tout = r->out_b > 0 ? gp->lat_link + r->out_b * frac / gp->bw : 0;
+	double tin = r->in_b > 0 ? cost_link_s(gp->link, r->in_b * frac) : 0;
+	double tout = r->out_b > 0 ? cost_link_s(gp->link, r->out_b * frac) : 0;
 	double act = (gp->act_pref[r->b] - gp->act_pref[r->a]) * frac;
 	int inflight = gp->D - d + 1 < gp->m ? gp->D - d + 1 : gp->m;
-	double static_b = (2 + gp->copies) * P;
+	double static_b = cost_state_factor(OPTIMIZER_SGD) * P;
 
 	if (d > 1 && gp->nosplit_pref[r->b] - gp->nosplit_pref[r->a] > 0)
 		return 2;
@@ -726,7 +721,7 @@ static int bound_m(struct gp *gp, int m, struct gp_mres *r)
 	c = gp->comp + (size_t)dv.sidx[0] * (gp->n + 1);
 	for (int i = 0; i < g->nops; i++)
 		bytes += (double)g->ops[i].out_bytes;
-	hi = 1.01 * (c[gp->n] + gp->lat_link + bytes / m / gp->bw) / (double)gp->mb;
+	hi = 1.01 * (c[gp->n] + cost_link_s(gp->link, bytes / m)) / (double)gp->mb;
 	lo = hi / (4.0 * gp->D);
 	r->top = hi;
 	st = try_target(gp, hi, &dv, 0);

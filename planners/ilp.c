@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "err.h"
-#include "sim.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "sim/sim.h"
 
 /* GLPK's return codes, as a message. */
 static const char *glp_msg(int rc)

@@ -3,16 +3,13 @@
  * candidate configurations with compute, synchronisation and memory
  * costs, the resharding cost of every edge for every pair of
  * configurations, dominance pruning, and the objective of an assignment.
- * Compute comes from the simulator's own lookup (sim_op_cost), all-reduces
- * from its formulas (sim_allreduce_s, every replica group of an op, those
- * across nodes one after another on the NICs they share); transfers follow the simulator's
- * layout rule (plan.h, sim_layout.c): shard k owns [i S / D, (i+1) S / D)
- * of each dim in row-major order n, c, h, w, l, a consumer shard needs its
- * fraction of the dims its input follows and the whole of the others, and
- * every overlap between devices moves, latency + bytes / bandwidth, on the
- * directed link between them (or both nodes' NICs); parallel links run in
- * parallel, so an edge costs its busiest link, forward and again for the
- * gradients backward.
+ * Every term is the cost model's (cost/cost.h), as the simulator
+ * charges it: compute (cost_op()), all-reduces (cost_allreduce_s(), every
+ * replica group of an op, those across nodes one after another on the
+ * NICs they share), the optimizer step (cost_update_s()), and the
+ * resharding of an edge (cost_reshard_s(): what each consumer shard needs
+ * of each producer shard moves between their devices, an edge costing its
+ * busiest link, forward and again for the gradients backward).
  */
 #include "ilp.h"
 
@@ -20,8 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "sim.h"
+#include "util/err.h"
+#include "sim/sim.h"
+#include "model/ops.h"
+#include "plan/plan_check.h"
+#include "plan/plan_build.h"
 
 #define MAX_SPLIT_DIMS 2
 
@@ -46,11 +46,6 @@ static int foldable(const struct graph *g, int i)
 	return 1;
 }
 
-static int64_t extent(const struct shape *t, int d, int64_t mb)
-{
-	return d == DIM_N ? mb : shape_size(t, (enum dim_kind)d);
-}
-
 /* Whether op i may run with these degrees at micro-batch mb. */
 static int valid_for(const struct graph *g, int i, const int *deg, int64_t mb)
 {
@@ -60,121 +55,16 @@ static int valid_for(const struct graph *g, int i, const int *deg, int64_t mb)
 		if (deg[d] == 1)
 			continue;
 		if (!(op->split_mask & (1u << d)) || shape_dim(&op->out, (enum dim_kind)d) < 0 ||
-		    extent(&op->out, d, mb) % deg[d])
+		    shape_extent(&op->out, (enum dim_kind)d, mb) % deg[d])
 			return 0;
 	}
 	return 1;
 }
 
-static int next_coord(int *idx, const int *first, const int *lim)
-{
-	for (int d = NDIMS - 1; d >= 0; d--) {
-		if (++idx[d] < lim[d])
-			return 1;
-		idx[d] = first ? first[d] : 0;
-	}
-	return 0;
-}
-
-/* Bytes of op c's input k that one shard of c under dc needs (shard 0). */
-static int64_t need_bytes(const struct graph *g, int c, int k, const int *dc, int64_t mb)
-{
-	const struct shape *t = &g->ops[g->ops[c].in[k]].out;
-	int64_t v = BYTES_PER_ELEM;
-
-	for (int d = 0; d < NDIMS; d++) {
-		int64_t sz = extent(t, d, mb);
-		int fol = shape_dim(t, (enum dim_kind)d) >= 0 && op_input_follows(&g->ops[c], k, d);
-
-		v *= fol ? sz / dc[d] : sz;
-	}
-	return v;
-}
-
-/* Seconds the transfers of op p's output to op c's input k take, p's
- * shards on devices pb.., c's on cb.., forward and (unless p is an input)
- * backward; busy[] is scratch for every link resource. */
-static double reshard_s(const struct ilp_inst *x, int p, const int *dp, int pb, int c, int k,
-			const int *dc, int cb, double *busy)
-{
-	const struct graph *g = x->in->g;
-	const struct cluster *cl = x->in->c;
-	const struct shape *t = &g->ops[p].out;
-	int64_t mb = g->batch / x->m, a[NDIMS][64], b[NDIMS][64];
-	int ndev = cluster_ndevices(cl), nres = ndev * ndev + 2 * cl->nodes;
-	int fol[NDIMS], nd[NDIMS], ci[NDIMS] = { 0 }, kc = 0;
-	double worst = 0;
-
-	for (int r = 0; r < nres; r++)
-		busy[r] = 0;
-	for (int d = 0; d < NDIMS; d++) {
-		int64_t sz = extent(t, d, mb);
-
-		fol[d] = shape_dim(t, (enum dim_kind)d) >= 0 && op_input_follows(&g->ops[c], k, d);
-		nd[d] = fol[d] ? dc[d] : 1;
-		for (int i = 0; i < nd[d]; i++) {
-			a[d][i] = i * sz / nd[d];
-			b[d][i] = (i + 1) * sz / nd[d];
-		}
-	}
-	do {
-		int first[NDIMS], last[NDIMS], pi[NDIMS], empty = 0;
-
-		for (int d = 0; d < NDIMS; d++) {
-			int64_t sz = extent(t, d, mb), lo = a[d][fol[d] ? ci[d] : 0],
-				hi = b[d][fol[d] ? ci[d] : 0];
-
-			first[d] = pi[d] = (int)(lo * dp[d] / sz);
-			last[d] = (int)((hi * dp[d] + sz - 1) / sz);
-			last[d] = last[d] > dp[d] ? dp[d] : last[d];
-			empty |= first[d] >= last[d];
-		}
-		do {
-			int64_t vol = BYTES_PER_ELEM;
-			int kp = 0, src, dst;
-			const struct link *ln;
-
-			if (empty)
-				break;
-			for (int d = 0; d < NDIMS; d++) {
-				int64_t sz = extent(t, d, mb);
-				int64_t plo = pi[d] * sz / dp[d], phi = (pi[d] + 1) * sz / dp[d];
-				int64_t lo = a[d][fol[d] ? ci[d] : 0], hi = b[d][fol[d] ? ci[d] : 0];
-
-				lo = plo > lo ? plo : lo;
-				hi = phi < hi ? phi : hi;
-				vol *= hi > lo ? hi - lo : 0;
-				kp = kp * dp[d] + pi[d];
-			}
-			src = pb + kp;
-			dst = cb + kc;
-			if (vol <= 0 || src == dst)
-				continue;
-			ln = cluster_link(cl, src, dst);
-			if (cluster_link_class(cl, src, dst) == LINK_INTER) {
-				int tx = ndev * ndev + 2 * cluster_node_of(cl, src);
-				int rx = ndev * ndev + 2 * cluster_node_of(cl, dst) + 1;
-
-				busy[tx] += ln->latency_s + (double)vol / ln->bw_bytes_per_s;
-				busy[rx] += ln->latency_s + (double)vol / ln->bw_bytes_per_s;
-				worst = fmax(worst, fmax(busy[tx], busy[rx]));
-			} else {
-				double *r = &busy[src * ndev + dst];
-
-				*r += ln->latency_s + (double)vol / ln->bw_bytes_per_s;
-				worst = fmax(worst, *r);
-			}
-		} while (next_coord(pi, first, last));
-		kc++;
-	} while (next_coord(ci, NULL, dc));
-	/* the gradients take the reverse links, as busy as these */
-	return g->ops[p].kind == OP_INPUT ? worst : 2 * worst;
-}
-
 /* The gradient all-reduces of one op's parameter shards of `bytes` under
  * degrees deg on the stage's ndev devices: its dc replica groups, the
  * shards with the same c index (every dc-th inner block, as sim_comm.c
- * groups them), each by the simulator's formulas (sim_allreduce_s).
+ * groups them), each by the simulator's formulas (cost_allreduce_s).
  * Groups inside one node run side by side on their own ring links; the
  * rings of groups that span nodes all pass the same NICs, where they run
  * one after another, as the simulator schedules them: the busiest NIC's
@@ -193,7 +83,7 @@ static double op_allreduce_s(const struct cluster *cl, const int *deg, int ndev,
 		for (int s = 0; s < ndev; s++)
 			if ((s / inner) % dc == ci)
 				devs[n++] = s;
-		t = sim_allreduce_s(cl, devs, n, bytes);
+		t = cost_allreduce_s(cl, devs, n, bytes);
 		/* one member per node: the ring across the nodes alone */
 		for (int k = 0; k < n && nn < 64; k++)
 			if (k == 0 || devs[k] / pn != devs[k - 1] / pn)
@@ -202,7 +92,7 @@ static double op_allreduce_s(const struct cluster *cl, const int *deg, int ndev,
 			side = fmax(side, t);
 			continue;
 		}
-		rings = sim_allreduce_s(cl, heads, nn, bytes);
+		rings = cost_allreduce_s(cl, heads, nn, bytes);
 		for (int k = 0; k < nn; k++) {
 			nic[heads[k] / pn] += rings;
 			busiest = fmax(busiest, nic[heads[k] / pn]);
@@ -220,7 +110,6 @@ static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
 	const struct graph *g = in->g;
 	int64_t mb = g->batch / x->m;
 	struct ilp_cfg *cf;
-	struct plan_op po = { .degree = { 0 } };
 	int devs[4096];
 
 	for (int k = 0; k < gr->nmem; k++)
@@ -237,14 +126,12 @@ static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
 	for (int d = 0; d < NDIMS; d++)
 		cf->ndev *= deg[d];
 	cf->alias = gr->ncfg;
-	memcpy(po.degree, deg, sizeof po.degree);
-	po.ndev = cf->ndev;
 	for (int k = 0; k < gr->nmem; k++) {
 		int i = gr->mem[k], r = cf->ndev / deg[DIM_C];
 		const struct op *op = &g->ops[i];
 		struct op_cost oc;
-		int64_t pbytes = plan_param_shard_bytes(op, &po);
-		int st = sim_op_cost(in->p, g, i, deg, x->m, &oc);
+		int64_t pbytes = cost_param_bytes(op, deg[DIM_C]);
+		int st = cost_op(in->p, g, i, deg, x->m, &oc);
 
 		if (st)
 			return st;
@@ -256,13 +143,12 @@ static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
 		/* inputs from outside the group are received and kept too */
 		for (int j = 0; j < op->nin; j++)
 			if (x->group_of[op->in[j]] != x->group_of[gr->lead])
-				cf->act_bytes += need_bytes(g, i, j, deg, mb);
+				cf->act_bytes += cost_need_bytes(g, i, j, deg, mb);
 		if (pbytes > 0 && r > 1)
 			cf->ar_s += op_allreduce_s(in->c, deg, cf->ndev, pbytes, devs);
 	}
-	/* SGD with momentum streams weights, gradients and momentum: 3 + 2
-	 * copies at the memory bandwidth (sim_sched.c) */
-	cf->upd_s = (double)cf->param_bytes * 5 / in->p->dev.mem_bw_bytes_per_s;
+	/* SGD with momentum, as the simulator's default */
+	cf->upd_s = cost_update_s(&in->p->dev, (double)cf->param_bytes, OPTIMIZER_SGD);
 	gr->ncfg++;
 	return AP_OK;
 }
@@ -362,8 +248,9 @@ static struct ilp_edge *find_edge(struct ilp_inst *x, int u, int v)
 static int make_edges(struct ilp_inst *x)
 {
 	const struct graph *g = x->in->g;
-	int ndev = cluster_ndevices(x->in->c);
-	double *busy = malloc(((size_t)ndev * ndev + 2 * (size_t)x->in->c->nodes) * sizeof *busy);
+	const struct cluster *cl = x->in->c;
+	int64_t mb = g->batch / x->m;
+	double *busy = malloc((size_t)cost_link_resources(cl) * sizeof *busy);
 
 	x->edge = calloc((size_t)g->nops * 4 + 1, sizeof *x->edge);
 	if (!busy || !x->edge) {
@@ -395,11 +282,12 @@ static int make_edges(struct ilp_inst *x)
 			for (int a = 0; a < gu->ncfg; a++)
 				for (int b = 0; b < gv->ncfg; b++) {
 					const int *da = gu->cfg[a].degree, *db = gv->cfg[b].degree;
-					double same = reshard_s(x, p, da, 0, c, k, db, 0, busy), cross = 0;
+					double same = cost_reshard_s(g, cl, p, da, 0, c, k, db, 0, mb, busy);
+					double cross = 0;
 
 					for (int s = 0; s + 1 < x->K; s++)
-						cross = fmax(cross, reshard_s(x, p, da, s * x->per, c, k,
-									      db, (s + 1) * x->per, busy));
+						cross = fmax(cross, cost_reshard_s(g, cl, p, da, s * x->per, c,
+								   k, db, (s + 1) * x->per, mb, busy));
 					e->same_s[a * gv->ncfg + b] += same;
 					/* crossing never costs less than staying */
 					e->cross_s[a * gv->ncfg + b] += fmax(cross, same);
@@ -576,7 +464,7 @@ double ilp_inst_eval(const struct ilp_inst *x, const int *stage, const int *cfg)
 		sum += cf->fwd_s + cf->bwd_s;
 		t[s] += cf->fwd_s + cf->bwd_s;
 		upd[s] += cf->upd_s;
-		mem[s] += 3 * cf->param_bytes + inflight * cf->act_bytes;
+		mem[s] += cost_state_factor(OPTIMIZER_SGD) * cf->param_bytes + inflight * cf->act_bytes;
 		ws[s] = cf->ws_bytes > ws[s] ? cf->ws_bytes : ws[s];
 		/* groups in graph order: the backward runs them in reverse */
 		ar += cf->ar_s;

@@ -22,7 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "util/err.h"
+#include "cost/cost.h"
 
 /* Rows are built in a dense accumulator so terms on one column add up. */
 struct rows {
@@ -295,7 +296,7 @@ static int stage_rows(struct rows *r, const struct sub *sb)
 					const struct ilp_cfg *cf = &x->grp[g].cfg[c];
 					double v[4] = { 1, -MS * (cf->fwd_s + cf->bwd_s),
 							-MS * cf->upd_s,
-							(3.0 * (double)cf->param_bytes +
+							((double)cost_state_factor(OPTIMIZER_SGD) * (double)cf->param_bytes +
 							 inflight * (double)cf->act_bytes) / GIB };
 
 					if (LIVE(sb, g, c))

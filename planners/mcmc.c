@@ -47,10 +47,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "err.h"
+#include "util/clock.h"
+#include "util/err.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "plan/plan_build.h"
+#include "sim/sim_delta.h"
 
 /* A chain runs at least this many proposals, or as many as there are
  * single-operator moves when that is fewer, before it may stop for want
@@ -217,7 +219,7 @@ static int improve(struct mcmc *mc)
  * deadline. */
 static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 {
-	static const struct sim_opts lean = { .optimizer = SIM_SGD, .lean = 1 };
+	static const struct sim_opts lean = { .optimizer = OPTIMIZER_SGD, .lean = 1 };
 	const struct graph *g = mc->in->g;
 	struct sim_result r;
 	int64_t n = 0, last_better = 0;

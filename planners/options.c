@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "planner.h"
 
 static const struct planner_option *find_option(const struct planner *pl, const char *name)

@@ -13,6 +13,8 @@
  * the device count; everything else is data parallel as in `dp`.
  */
 #include "planner.h"
+#include "model/ops.h"
+#include "plan/plan_build.h"
 
 static int plan_owt(const struct planner_input *in, struct plan *out)
 {

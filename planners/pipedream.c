@@ -62,12 +62,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "err.h"
-#include "intmath.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/intmath.h"
 #include "pipedream_impl.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "plan/plan_build.h"
 
 /* --- the dynamic program -------------------------------------------------- */
 

@@ -17,16 +17,16 @@
  * between the two units with the least compute; chains keep every cut up
  * to the limit, ResNets keep their block boundaries longest, and the
  * search time stays bounded.  Per unit: forward plus backward time of one
- * minibatch (sim_op_cost(), the simulator's lookup, with its rule that an
+ * minibatch (cost_op(), the simulator's lookup, with its rule that an
  * input has no backward; imported operators keep their measured times),
- * parameter bytes (plan_param_shard_bytes(), the rule plan validation
+ * parameter bytes (cost_param_bytes(), the rule plan validation
  * uses), activation bytes, and the bytes crossing the cut before it.  The
  * minibatch is the reference's unit: under weak scaling the per-device
  * batch (the batch holds `units` of them), else the whole batch.
  *
  * Cost terms, `cost=placed` (the default): the reference optimizer's
  * (below), each sync term priced as the all-reduce the stage's replicas
- * run where the plan places them, sim_allreduce_s() (a ring inside a
+ * run where the plan places them, cost_allreduce_s() (a ring inside a
  * node, hierarchical across nodes), added to the compute as the
  * reference adds it (a replica waits for its round's all-reduce; the
  * simulator counts it on the replicas' devices).  The reference's
@@ -89,9 +89,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "pipedream_impl.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "plan/plan_check.h"
 
 /* --- units ---------------------------------------------------------------- */
 
@@ -150,17 +151,16 @@ static int op_numbers(struct pd *pd, double *t, double *w, double *act)
 {
 	const struct graph *g = pd->in->g;
 	const int one[NDIMS] = { 1, 1, 1, 1, 1 };
-	struct plan_op po = { .degree = { 1, 1, 1, 1, 1 } };
 
 	for (int k = 0; k < pd->nops; k++) {
 		const struct op *op = &g->ops[pd->order[k]];
 		struct op_cost oc;
-		int rc = sim_op_cost(pd->in->p, g, pd->order[k], one, pd->units, &oc);
+		int rc = cost_op(pd->in->p, g, pd->order[k], one, pd->units, &oc);
 
 		if (rc)
 			return rc;
 		t[k] = 1e-6 * (oc.fwd_us + oc.bwd_us);
-		w[k] = (double)plan_param_shard_bytes(op, &po);
+		w[k] = (double)cost_param_bytes(op, 1);
 		pd->obwd[k] = 1e-6 * oc.bwd_us;
 		pd->ow[k] = w[k];
 		act[k] = (double)op->out_bytes / pd->units;
@@ -443,7 +443,7 @@ int pd_fits(const struct pd *pd, int l, int a, int b, int k)
 		need = k * (pd->ca[b] - pd->ca[a]) + w;
 
 	if (l == 0)
-		need += 3 * w;
+		need += cost_state_factor(OPTIMIZER_SGD) * w;
 	return !pd->memory || need <= pd->mem;
 }
 
@@ -458,7 +458,7 @@ static double sync_share(const struct pd *pd, int r)
 /* cost=placed: the all-reduce of w bytes over a device-level stage's
  * replicas as they are placed, r0 devices on each of r nodes (r = 1: in
  * one node; a cluster of one level: r0 components of it), priced as the
- * simulator runs it (sim_allreduce_s(): a ring in a node, hierarchical
+ * simulator runs it (cost_allreduce_s(): a ring in a node, hierarchical
  * across nodes). */
 static double placed_allreduce(const struct pd *pd, int r, int r0, double w)
 {
@@ -467,7 +467,7 @@ static double placed_allreduce(const struct pd *pd, int r, int r0, double w)
 	for (int n = 0; n < r; n++)
 		for (int t = 0; t < r0; t++)
 			pd->devs[k++] = pd->nlv > 1 ? n * per + t : t * (r > 1 ? per : 1) + n;
-	return sim_allreduce_s(pd->in->c, pd->devs, k, (int64_t)w);
+	return cost_allreduce_s(pd->in->c, pd->devs, k, (int64_t)w);
 }
 
 /* cost=placed: data parallelism as PipeDream runs it, one stage on every

@@ -19,7 +19,7 @@
  *    every operator of the layer that may split them (SOAP's c, our
  *    tensor parallelism), two configurations each.  "vanilla": time, the
  *    simulator's forward plus backward of the shards for one micro-batch
- *    (sim_op_cost()), plus, for an input a c-split shard needs whole, its
+ *    (cost_op()), plus, for an input a c-split shard needs whole, its
  *    all-gather forward and reduce-scatter backward over the link inside
  *    a node; parameter bytes of the shards; memory a = their output
  *    bytes of one micro-batch (held for the backward, y of them in
@@ -47,10 +47,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "err.h"
-#include "piper_dp.h"
+#include "util/err.h"
+#include "algo/piper_dp.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "model/ops.h"
+#include "plan/plan_check.h"
+#include "plan/plan_build.h"
 
 /* The micro-batches of a model's batch: the option, or the smallest
  * divisor of the batch at least nd. */
@@ -184,7 +187,7 @@ static int op_layers(const struct planner_input *in, int N, int *gid, int *ng)
 	if (grain < 1)
 		grain = 4 * cluster_ndevices(in->c);
 	for (int i = 0; i < g->nops && !rc; i++) {
-		rc = sim_op_cost(in->p, g, i, one, N, &oc);
+		rc = cost_op(in->p, g, i, one, N, &oc);
 		cost[i] = 1e-6 * (oc.fwd_us + oc.bwd_us);
 		total += cost[i];
 	}
@@ -208,11 +211,10 @@ static int add_op(const struct planner_input *in, int i, int t, int N, struct pi
 	const struct graph *g = in->g;
 	const struct op *op = &g->ops[i];
 	int deg[NDIMS] = { 1, 1, 1, 1, 1 }, rc;
-	struct plan_op po = { .degree = { 1, 1, 1, 1, 1 } };
 	struct op_cost oc;
 
-	deg[DIM_C] = po.degree[DIM_C] = t;
-	rc = sim_op_cost(in->p, g, i, deg, N, &oc);
+	deg[DIM_C] = t;
+	rc = cost_op(in->p, g, i, deg, N, &oc);
 	if (rc)
 		return rc;
 	x->time += 1e-6 * (oc.fwd_us + oc.bwd_us);
@@ -221,9 +223,9 @@ static int add_op(const struct planner_input *in, int i, int t, int N, struct pi
 		if (!op_input_follows(op, k, DIM_C))
 			x->time += 2.0 * (t - 1) / t * (double)g->ops[op->in[k]].out_bytes / N /
 				   in->c->intra.bw_bytes_per_s;
-	x->params += (double)plan_param_shard_bytes(op, &po);
+	x->params += (double)cost_param_bytes(op, t);
 	x->mem_a += (double)op->out_bytes / N / t;
-	x->mem_b = 3 * x->params;
+	x->mem_b = cost_state_factor(OPTIMIZER_SGD) * x->params;
 	return AP_OK;
 }
 

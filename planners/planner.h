@@ -13,11 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster.h"
-#include "graph.h"
-#include "instance.h"
-#include "plan.h"
-#include "profile.h"
+#include "hw/cluster.h"
+#include "model/graph.h"
+#include "plan/instance.h"
+#include "plan/plan.h"
+#include "hw/profile.h"
 
 /* A planner's own options (options.c).  On the command line of
  * `autopar plan` each is a long option (--straight, --beta 2); anywhere a
@@ -74,7 +74,7 @@ struct planner {
 	 * op on device 0); a planner of several stages sizes it again with
 	 * plan_alloc(out, in->g, n) and builds it with plan.h's plan_stage(),
 	 * plan_link()/plan_chain(), plan_place()/plan_op() and
-	 * plan_schedule().  Costs come from sim.h's sim_op_cost(), the
+	 * plan_schedule().  Costs come from sim.h's cost_op(), the
 	 * simulator's own lookup, and whole plans from sim_run(). */
 	int (*plan)(const struct planner_input *in, struct plan *out);
 	const struct planner_option *options; /* ended by a NULL name; may be NULL */

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "planner.h"
 
 /* One line per planner, in the order `autopar planners` lists them:

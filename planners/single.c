@@ -3,6 +3,7 @@
  * measured against.
  */
 #include "planner.h"
+#include "plan/plan_build.h"
 
 static int plan_single(const struct planner_input *in, struct plan *out)
 {

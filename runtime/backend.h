@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graph.h"
+#include "model/graph.h"
 #include "region.h"
 
 #define KERN_MAX_IN 8

@@ -6,8 +6,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "watch.h"
+#include "plan/sched.h"
+#include "plan/plan_build.h"
 
 int check_reference_plan(const struct graph *g, const struct plan *p, struct plan *ref)
 {

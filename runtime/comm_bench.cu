@@ -7,7 +7,7 @@
 #include <string.h>
 
 extern "C" {
-#include "clock.h"
+#include "util/clock.h"
 #include "comm_bench.h"
 }
 

@@ -18,7 +18,7 @@
 
 #include <string.h>
 
-#include "grow.h"
+#include "util/grow.h"
 
 struct conv {
 	int n, c, h, w, oc, oh, ow;

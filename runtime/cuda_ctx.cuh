@@ -13,8 +13,8 @@
 #include <cudnn.h>
 
 extern "C" {
-#include "err.h"
-#include "graph.h"
+#include "util/err.h"
+#include "model/graph.h"
 }
 #include "cuda_kern.h"
 

@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 #include "cuda_load.h"
-#include "err.h"
+#include "util/err.h"
 #include "gpu.h"
 
 #define NO_NCCL "not built with NCCL (expected nvcc, cuDNN and nccl.h under CUDA_HOME at build time)"

@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "rng.h"
 
 /* key spaces of the hash, so inputs, teacher weights and tables differ */

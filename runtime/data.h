@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "graph.h"
+#include "model/graph.h"
 #include "region.h"
 
 struct data {

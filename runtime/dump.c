@@ -9,8 +9,8 @@
 
 #include "check.h"
 #include "data.h"
-#include "datadir.h"
-#include "err.h"
+#include "util/datadir.h"
+#include "util/err.h"
 #include "region.h"
 
 /* What goes into the file: per op, its input batch or labels (data[i]),

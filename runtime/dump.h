@@ -25,7 +25,7 @@
 
 #include "backend.h"
 #include "exec.h"
-#include "graph.h"
+#include "model/graph.h"
 
 /* Trains g's first step on one device of be (seed, pool, lr and momentum
  * from o) and writes the dump to path atomically: a failure leaves no

@@ -25,9 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "err.h"
+#include "util/clock.h"
+#include "util/err.h"
 #include "params.h"
+#include "model/ops.h"
+#include "plan/sched.h"
 
 static int kernel_failed(const struct exec *e, const struct rshard *s, const char *dir)
 {

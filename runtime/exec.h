@@ -55,8 +55,9 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "graph.h"
-#include "plan.h"
+#include "model/graph.h"
+#include "plan/plan.h"
+#include "plan/sched.h"
 #include "transport.h"
 
 struct exec_opts {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "grow.h"
+#include "util/err.h"
+#include "util/grow.h"
 
 /* The ranks of op i's shards of c index ci, every round-robin replica's,
  * into ranks; their number. */

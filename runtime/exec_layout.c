@@ -22,10 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "grow.h"
-#include "intmath.h"
+#include "util/err.h"
+#include "util/grow.h"
+#include "util/intmath.h"
 #include "params.h"
+#include "model/needs.h"
+#include "plan/sched.h"
 
 /* The index in p->stages of stage id `id`. */
 static int stage_index(const struct plan *p, int id)

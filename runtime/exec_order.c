@@ -20,8 +20,8 @@
 
 #include <stdlib.h>
 
-#include "err.h"
-#include "grow.h"
+#include "util/err.h"
+#include "util/grow.h"
 
 struct xlist {
 	int *tag;         /* per event: tag; peer and direction alongside */

@@ -8,8 +8,10 @@
  */
 #include "exec_impl.h"
 
-#include "err.h"
+#include "util/err.h"
 #include "profiler.h"
+#include "model/ops.h"
+#include "plan/sched.h"
 
 #define BIT(d) (1u << (d))
 

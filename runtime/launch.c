@@ -9,7 +9,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "util/err.h"
 #include "watch.h"
 
 int launch_mpirun(int ranks, int argc, char **argv, int *pid)

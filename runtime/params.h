@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "graph.h"
+#include "model/graph.h"
 
 /* Floats of the slice of op's parameters for cn output channels. */
 int64_t params_count(const struct graph *g, int i, int64_t cn);

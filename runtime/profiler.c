@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "device.h"
-#include "err.h"
+#include "util/clock.h"
+#include "hw/device.h"
+#include "util/err.h"
 #include "params.h"
 #include "rng.h"
+#include "model/ops.h"
 
 /* the shape a shard of op sees of tensor s: the dims that follow the
  * split divided, rounded up as graph_op_signature() does */

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "graph.h"
+#include "model/graph.h"
 
 /* Whether the runtime can execute op i of g split by degree[] on be (the
  * splits exec_supported() accepts). */

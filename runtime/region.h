@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "graph.h"
+#include "model/graph.h"
 
 struct region {
 	int64_t lo[NDIMS], hi[NDIMS];

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "datadir.h"
-#include "err.h"
-#include "grow.h"
+#include "util/clock.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "util/grow.h"
 
 /* A record crosses ranks as these doubles: rank, op, kind, mb, t0, t1. */
 #define REC_DOUBLES 6

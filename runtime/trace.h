@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 
-#include "graph.h"
+#include "model/graph.h"
 #include "transport.h"
 
 enum trace_kind { TRACE_FWD, TRACE_BWD, TRACE_UPDATE };

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "grow.h"
+#include "util/err.h"
+#include "util/grow.h"
 
 struct mpi_state {
 	MPI_Comm *comm;

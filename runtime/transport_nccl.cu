@@ -58,7 +58,7 @@
 #include <string.h>
 
 extern "C" {
-#include "grow.h"
+#include "util/grow.h"
 #include "transport.h"
 #include "xpost.h"
 }

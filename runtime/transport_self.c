@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "err.h"
+#include "util/err.h"
 
 static int self_isend(struct transport *t, const float *buf, int64_t n, int dst, int tag,
 		      int *id)

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 
 #include "backend.h"
-#include "err.h"
-#include "grow.h"
+#include "util/err.h"
+#include "util/grow.h"
 
 struct pending {
 	int id;      /* the inner transport's send or all-reduce */

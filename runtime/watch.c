@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "util/err.h"
 
 #define WHO "autopar run"
 #define MAX_RANKS 4096

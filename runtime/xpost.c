@@ -9,8 +9,8 @@
 
 #include <stdlib.h>
 
-#include "err.h"
-#include "grow.h"
+#include "util/err.h"
+#include "util/grow.h"
 
 void xpost_init(struct xpost *x, const int *seq, int n, int cyclic)
 {

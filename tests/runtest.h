@@ -12,8 +12,10 @@
 
 #include <stdarg.h>
 
-#include "model_io.h"
-#include "plan.h"
+#include "model/model_io.h"
+#include "plan/plan.h"
+#include "plan/plan_io.h"
+#include "plan/plan_build.h"
 
 /* Runs `autopar ARGS` (printf-style) with stdout and stderr into out
  * (len bytes); returns the exit status (128 + signal when killed). */

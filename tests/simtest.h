@@ -12,13 +12,16 @@
 
 #include "testutil.h"
 
-#include "cluster.h"
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
-#include "plan.h"
-#include "profile.h"
-#include "sim.h"
+#include "hw/cluster.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
+#include "plan/plan.h"
+#include "hw/profile.h"
+#include "sim/sim.h"
+#include "model/ops.h"
+#include "plan/plan_check.h"
+#include "plan/plan_build.h"
 
 #define US 1e-6
 #define EPS 1e-12

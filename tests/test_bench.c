@@ -4,7 +4,7 @@
  */
 #include "testutil.h"
 
-#include "err.h"
+#include "util/err.h"
 #include "matrix.h"
 #include "planner.h"
 #include "results.h"

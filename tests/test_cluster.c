@@ -17,10 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster.h"
-#include "datadir.h"
-#include "device.h"
-#include "err.h"
+#include "hw/cluster.h"
+#include "util/datadir.h"
+#include "hw/device.h"
+#include "util/err.h"
 
 #define GiB (1024LL * 1024 * 1024)
 

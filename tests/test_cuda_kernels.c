@@ -12,12 +12,13 @@
 #include "testutil.h"
 
 #include "backend.h"
-#include "err.h"
+#include "util/err.h"
 #include "gpu.h"
-#include "model_io.h"
+#include "model/model_io.h"
 #include "params.h"
 #include "region.h"
 #include "rng.h"
+#include "model/needs.h"
 
 #define TOL 1e-4
 #define EPS 1e-4

@@ -6,11 +6,11 @@
  */
 #include "testutil.h"
 
-#include "cluster.h"
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
-#include "profile.h"
+#include "hw/cluster.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
+#include "hw/profile.h"
 
 static void test_presets_have_profiles(void **state)
 {

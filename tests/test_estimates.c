@@ -12,12 +12,12 @@
  */
 #include "testutil.h"
 
-#include "batch.h"
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
+#include "model/batch.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
 
 struct cell {
 	const char *spec, *model, *cluster;

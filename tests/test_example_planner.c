@@ -10,9 +10,9 @@
  */
 #include "runtest.h"
 
-#include "datadir.h"
+#include "util/datadir.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
 
 /* --- the planner (docs/adding-a-planner.md) ---------------------------- */
 
@@ -31,7 +31,7 @@ static int plan_balanced(const struct planner_input *in, struct plan *out)
 	for (int i = 0; i < g->nops && !rc; i++) {
 		struct op_cost oc;
 
-		rc = sim_op_cost(in->p, g, i, one, m, &oc);
+		rc = cost_op(in->p, g, i, one, m, &oc);
 		cost[i] = oc.fwd_us + oc.bwd_us;
 		total += cost[i];
 	}
@@ -106,7 +106,7 @@ static void test_balanced_stages(void **state)
 			int one[NDIMS] = { 1, 1, 1, 1, 1 };
 			struct op_cost oc;
 
-			assert_int_equal(sim_op_cost(&x.p, &x.g, i, one, pl.microbatches, &oc), AP_OK);
+			assert_int_equal(cost_op(&x.p, &x.g, i, one, pl.microbatches, &oc), AP_OK);
 			share[pl.ops[i].stage] += oc.fwd_us + oc.bwd_us;
 			total += oc.fwd_us + oc.bwd_us;
 			if (oc.fwd_us + oc.bwd_us > biggest)

@@ -9,7 +9,7 @@
  */
 #include "testutil.h"
 
-#include "err.h"
+#include "util/err.h"
 #include "results.h"
 
 #define SPEC "pipedream:straight,schedule=1f1b-flush"

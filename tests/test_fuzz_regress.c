@@ -15,8 +15,8 @@
 #include <dirent.h>
 #include <limits.h>
 
-#include "datadir.h"
-#include "err.h"
+#include "util/datadir.h"
+#include "util/err.h"
 #include "targets.h"
 
 struct input {

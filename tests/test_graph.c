@@ -5,8 +5,9 @@
  */
 #include "testutil.h"
 
-#include "err.h"
-#include "model_io.h"
+#include "util/err.h"
+#include "model/model_io.h"
+#include "model/ops.h"
 
 static struct graph g;
 

@@ -10,11 +10,14 @@
  */
 #include "testutil.h"
 
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "plan/plan_io.h"
+#include "plan/plan_check.h"
+#include "plan/plan_build.h"
 
 /* Two branches of different depth and cost between a stem and a head. */
 static const char two_branch[] =

@@ -10,12 +10,12 @@
  */
 #include "testutil.h"
 
-#include "datadir.h"
-#include "err.h"
+#include "util/datadir.h"
+#include "util/err.h"
 #include "ilp.h"
-#include "model_io.h"
+#include "model/model_io.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
 
 struct run {
 	struct instance x;

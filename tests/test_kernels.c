@@ -12,7 +12,7 @@
 
 #include "backend.h"
 #include "cpu_kern.h"
-#include "model_io.h"
+#include "model/model_io.h"
 #include "params.h"
 #include "region.h"
 #include "rng.h"

@@ -7,12 +7,14 @@
  */
 #include "testutil.h"
 
-#include "clock.h"
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
+#include "util/clock.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "plan/plan_io.h"
+#include "plan/plan_check.h"
 
 /* Plans x with spec; returns the simulated iteration time of the plan. */
 static double plan_with(struct instance *x, const char *spec, double budget_s, uint64_t seed,

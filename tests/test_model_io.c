@@ -5,8 +5,8 @@
  */
 #include "testutil.h"
 
-#include "err.h"
-#include "model_io.h"
+#include "util/err.h"
+#include "model/model_io.h"
 
 static void test_repeat(void **state)
 {

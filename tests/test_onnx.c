@@ -10,8 +10,9 @@
  * written.  Skips, with a message, where the onnx Python package
  * (python3-onnx) is missing.
  */
-#include "model_io.h"
+#include "model/model_io.h"
 #include "testutil.h"
+#include "model/ops.h"
 
 static char out[65536];
 

@@ -5,9 +5,9 @@
  */
 #include "testutil.h"
 
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
 
 static const char *const files[] = {
 	"alexnet", "densenet121", "gnmt", "gnmt_large", "inception_v3", "nasnetalarge",

@@ -12,12 +12,12 @@
 
 #include <dirent.h>
 
-#include "batch.h"
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
+#include "model/batch.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
 
 /* A fast single-node cluster: transfers cost next to nothing. */
 #define FAST4 "1x4:v100,intra=1000TB/s,intra_lat=1ns"

@@ -7,12 +7,12 @@
  */
 #include "testutil.h"
 
-#include "datadir.h"
-#include "err.h"
-#include "graph.h"
-#include "model_io.h"
-#include "piper_inst.h"
-#include "piper_io.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/graph.h"
+#include "model/model_io.h"
+#include "model/piper_inst.h"
+#include "model/piper_io.h"
 
 #define RESNET "profiles/piper/resnet.json"
 

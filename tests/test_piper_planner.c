@@ -14,8 +14,8 @@
 
 #include "testutil.h"
 
-#include "err.h"
-#include "piper_dp.h"
+#include "util/err.h"
+#include "algo/piper_dp.h"
 
 static uint64_t rng = 88172645463325252ull;
 

@@ -20,12 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "datadir.h"
-#include "err.h"
-#include "graph.h"
-#include "model_io.h"
-#include "plan.h"
+#include "hw/cluster.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/graph.h"
+#include "model/model_io.h"
+#include "plan/plan.h"
+#include "plan/plan_io.h"
+#include "plan/plan_check.h"
+#include "plan/plan_build.h"
 
 /* Parameters: fc1 16*32+32 = 544, ln 2*32 = 64, fc2 32*4+4 = 132, so a full
  * replica holds 740 x 4 = 2960 bytes, 8880 with gradients and momentum. */

@@ -7,11 +7,12 @@
  */
 #include "testutil.h"
 
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
 #include "planner.h"
-#include "sim.h"
+#include "sim/sim.h"
+#include "plan/plan_check.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -63,7 +64,8 @@ static int refused_rightly(const struct graph *g, const struct cluster *c,
 		return 0;
 	for (int i = 0; i < g->nops; i++)
 		if (pl->ops[i].devices[0] == 0)
-			need += 3 * plan_param_shard_bytes(&g->ops[i], &pl->ops[i]);
+			need += cost_state_factor(OPTIMIZER_SGD) *
+				cost_param_bytes(&g->ops[i], pl->ops[i].degree[DIM_C]);
 	return need > c->mem_bytes;
 }
 

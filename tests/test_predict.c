@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "check.h"
 #include "exec.h"
+#include "plan/plan_io.h"
 
 /* Where item (stage st, micro-batch j, bwd) sits in the order. */
 static int pos_of(const struct sched_item *it, int n, int st, int j, int bwd)

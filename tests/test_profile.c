@@ -22,11 +22,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "graph.h"
-#include "model_io.h"
-#include "profile.h"
-#include "roofline.h"
+#include "util/err.h"
+#include "model/graph.h"
+#include "model/model_io.h"
+#include "hw/profile.h"
+#include "hw/roofline.h"
+#include "model/ops.h"
 
 /* A V100-like device: 15.7 TFLOPS float32, 900 GB/s, 5 us per launch. */
 static void test_device(struct device_spec *d)

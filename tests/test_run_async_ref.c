@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "data.h"
 #include "params.h"
+#include "plan/plan_io.h"
 
 #define SEED 1
 #define POOL 4

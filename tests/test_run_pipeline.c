@@ -11,6 +11,7 @@
  * when the file changes after the launch.
  */
 #include "runtest.h"
+#include "plan/plan_io.h"
 
 #include <fcntl.h>
 #include <signal.h>

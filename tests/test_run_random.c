@@ -11,7 +11,8 @@
 
 #include "profiler.h"
 #include "rng.h"
-#include "roofline.h"
+#include "hw/roofline.h"
+#include "plan/plan_build.h"
 
 struct pick {
 	const struct graph *g;

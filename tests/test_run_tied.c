@@ -11,6 +11,7 @@
  * profiles.
  */
 #include "runtest.h"
+#include "plan/plan_build.h"
 
 #include <unistd.h>
 

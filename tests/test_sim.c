@@ -13,6 +13,9 @@
  * test_sim_replicas.c; the fixtures they share are simtest.h's.
  */
 #include "simtest.h"
+#include "plan/sched.h"
+#include "plan/plan_build.h"
+#include "sim/sim_trace.h"
 
 #include <jansson.h>
 
@@ -108,7 +111,7 @@ static void test_dp_hierarchical(void **state)
 /* Adam keeps two copies of the weights as state, SGD with momentum one. */
 static void test_dp_optimizer(void **state)
 {
-	struct sim_opts o = { .optimizer = SIM_ADAM };
+	struct sim_opts o = { .optimizer = OPTIMIZER_ADAM };
 	struct sim_result r;
 	double B = 272, ar;
 
@@ -124,12 +127,12 @@ static void test_dp_optimizer(void **state)
 		assert_int_equal(r.mem[d].opt_state, 2 * 272);
 		assert_int_equal(r.mem[d].stash, 0);
 	}
-	o.optimizer = SIM_SGD;
+	o.optimizer = OPTIMIZER_SGD;
 	assert_int_equal(sim_run(&sim, &pl, &o, &r), AP_OK);
 	assert_int_equal(r.mem[0].opt_state, 272);
-	assert_int_equal(sim_optimizer_parse("adam", &o.optimizer), 0);
-	assert_int_equal(o.optimizer, SIM_ADAM);
-	assert_int_equal(sim_optimizer_parse("lamb", &o.optimizer), -1);
+	assert_int_equal(optimizer_parse("adam", &o.optimizer), 0);
+	assert_int_equal(o.optimizer, OPTIMIZER_ADAM);
+	assert_int_equal(optimizer_parse("lamb", &o.optimizer), -1);
 }
 
 /* --- pipelines ---------------------------------------------------------------- */

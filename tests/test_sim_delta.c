@@ -18,13 +18,15 @@
 
 #include <math.h>
 
-#include "cluster.h"
-#include "datadir.h"
-#include "err.h"
-#include "model_io.h"
-#include "plan.h"
-#include "profile.h"
-#include "sim.h"
+#include "hw/cluster.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/model_io.h"
+#include "plan/plan.h"
+#include "hw/profile.h"
+#include "sim/sim.h"
+#include "plan/plan_build.h"
+#include "sim/sim_delta.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -128,7 +130,7 @@ static void same_result(const struct sim_result *a, const struct sim_result *b, 
  * of them compared with a full run that is not. */
 static void proposals(const char *name, const char *spec, int nstages, int n, int lean)
 {
-	const struct sim_opts o = { .optimizer = SIM_SGD, .lean = lean };
+	const struct sim_opts o = { .optimizer = OPTIMIZER_SGD, .lean = lean };
 	struct instance x;
 	struct plan pl;
 	struct plan_op old;

@@ -8,6 +8,7 @@
  * fixtures are simtest.h's.
  */
 #include "simtest.h"
+#include "plan/sched.h"
 
 /* Two stages on devices 0 and 1, stage 0 {x, a} in m0 micro-batches and
  * stage 1 {b, l} in m1, batch 8; a relu of n samples sends n x 4 KiB. */

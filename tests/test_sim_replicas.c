@@ -8,6 +8,8 @@
  * simtest.h's.
  */
 #include "simtest.h"
+#include "sim/sim_trace.h"
+#include "sim/sim_delta.h"
 
 /* Two stages: stage 0 {x, a} (a linear of 16 x 16 + 16 = 272 parameters,
  * 1088 bytes) in r round-robin replicas of one device each (devices
@@ -199,7 +201,7 @@ static void test_rr_async_period(void **state)
 	run(NULL, &r);
 	{
 		static const int rep[] = { 0, 1, 2 };
-		double ar = sim_allreduce_s(&cl, rep, 3, 1088);
+		double ar = cost_allreduce_s(&cl, rep, 3, 1088);
 
 		assert_true(ar > 0);
 		near(r.busiest_compute_s, 40 * US + 2 * u / 3 + 2 * ar / 3);

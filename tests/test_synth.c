@@ -8,7 +8,7 @@
 #include "testutil.h"
 
 #include "data.h"
-#include "model_io.h"
+#include "model/model_io.h"
 #include "region.h"
 
 static void whole(const struct shape *s, struct region *r)

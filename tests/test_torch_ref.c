@@ -15,7 +15,7 @@
  */
 #include "runtest.h"
 
-#include "datadir.h"
+#include "util/datadir.h"
 
 
 /* Whether that Python can import torch. */

@@ -22,8 +22,9 @@
 
 #include "backend.h"
 #include "exec.h"
-#include "grow.h"
+#include "util/grow.h"
 #include "xpost.h"
+#include "plan/plan_io.h"
 
 #define STEPS 3
 

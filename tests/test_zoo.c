@@ -6,8 +6,8 @@
  */
 #include "testutil.h"
 
-#include "err.h"
-#include "model_io.h"
+#include "util/err.h"
+#include "model/model_io.h"
 
 static const struct {
 	const char *name;

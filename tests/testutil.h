@@ -18,9 +18,9 @@
 #include <unistd.h>
 #include <math.h>
 
-#include "err.h"
-#include "instance.h"
-#include "plan.h"
+#include "util/err.h"
+#include "plan/instance.h"
+#include "plan/plan.h"
 
 /* A per-process temporary directory, made on first use. */
 static inline const char *tmp_dir(void)

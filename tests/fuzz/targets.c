@@ -16,16 +16,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster.h"
-#include "datadir.h"
-#include "err.h"
-#include "graph.h"
+#include "hw/cluster.h"
+#include "util/datadir.h"
+#include "util/err.h"
+#include "model/graph.h"
 #include "matrix.h"
-#include "model_io.h"
-#include "piper_inst.h"
-#include "piper_io.h"
-#include "plan.h"
-#include "profile.h"
+#include "model/model_io.h"
+#include "model/piper_inst.h"
+#include "model/piper_io.h"
+#include "plan/plan.h"
+#include "hw/profile.h"
+#include "plan/plan_io.h"
+#include "plan/plan_check.h"
 
 #define SENTINEL "fuzz: no message yet"
 

@@ -1,0 +1,270 @@
+/*
+ * The cost model (cost.h): the terms the simulator schedules and the
+ * planners price.  The formulas are stated where they are defined; the
+ * simulator's use of them (which transfers exist, how collectives occupy
+ * links) is in docs/simulator.md.
+ */
+#include "cost/cost.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "model/needs.h"
+
+/* --- compute ------------------------------------------------------------- */
+
+int cost_op(const struct profile *p, const struct graph *g, int i, const int degree[NDIMS],
+	    int microbatches, struct op_cost *out)
+{
+	int deg[NDIMS], st;
+
+	memcpy(deg, degree, sizeof deg);
+	deg[DIM_N] *= microbatches;
+	st = profile_lookup(p, g, i, deg, out);
+	if (!st && g->ops[i].kind == OP_INPUT)
+		out->bwd_us = 0;
+	return st;
+}
+
+/* --- point-to-point transfers -------------------------------------------- */
+
+double cost_link_s(const struct link *l, double bytes)
+{
+	return l->latency_s + bytes / l->bw_bytes_per_s;
+}
+
+double cost_transfer_s(const struct cluster *c, int src, int dst, double bytes)
+{
+	return cost_link_s(cluster_link(c, src, dst), bytes);
+}
+
+int cost_need_span(const struct graph *g, int c, int k, int d, int i, int nd, int64_t mb,
+		   int64_t *a, int64_t *b)
+{
+	const struct op *op = &g->ops[c];
+	const struct shape *t = &g->ops[op->in[k]].out;
+	int64_t sz = shape_extent(t, (enum dim_kind)d, mb);
+	int64_t osz = shape_extent(&op->out, (enum dim_kind)d, mb);
+
+	*a = 0;
+	*b = sz;
+	if (!cost_need_varies(g, c, k, d))
+		return 0;
+	op_input_need(g, op, k, (enum dim_kind)d, i, nd, i * osz / nd, (i + 1) * osz / nd, sz,
+		      a, b);
+	return 1;
+}
+
+int cost_need_varies(const struct graph *g, int c, int k, int d)
+{
+	const struct op *op = &g->ops[c];
+
+	return shape_dim(&g->ops[op->in[k]].out, (enum dim_kind)d) >= 0 &&
+	       op_input_varies(op, k, (enum dim_kind)d);
+}
+
+int64_t cost_need_bytes(const struct graph *g, int c, int k, const int dc[NDIMS], int64_t mb)
+{
+	int64_t v = BYTES_PER_ELEM;
+
+	for (int d = 0; d < NDIMS; d++) {
+		int64_t a, b;
+
+		cost_need_span(g, c, k, d, 0, dc[d], mb, &a, &b);
+		v *= b - a;
+	}
+	return v;
+}
+
+int cost_link_resources(const struct cluster *c)
+{
+	int ndev = cluster_ndevices(c);
+
+	return ndev * ndev + 2 * c->nodes;
+}
+
+/* The next coordinate in row-major order below lim[], from first[] (zeros
+ * when NULL) again after the last; 0 when it wraps around. */
+static int next_coord(int *idx, const int *first, const int *lim)
+{
+	for (int d = NDIMS - 1; d >= 0; d--) {
+		if (++idx[d] < lim[d])
+			return 1;
+		idx[d] = first ? first[d] : 0;
+	}
+	return 0;
+}
+
+/* Adds a transfer of `bytes` from src to dst to the busy time of the
+ * links it occupies (cost_link_resources()); the busier one after it. */
+static double occupy(const struct cluster *c, int src, int dst, double bytes, double *busy)
+{
+	int ndev = cluster_ndevices(c);
+	double t = cost_transfer_s(c, src, dst, bytes);
+
+	if (cluster_link_class(c, src, dst) == LINK_INTER) {
+		double *tx = &busy[ndev * ndev + 2 * cluster_node_of(c, src)];
+		double *rx = &busy[ndev * ndev + 2 * cluster_node_of(c, dst) + 1];
+
+		*tx += t;
+		*rx += t;
+		return fmax(*tx, *rx);
+	}
+	busy[src * ndev + dst] += t;
+	return busy[src * ndev + dst];
+}
+
+double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, const int dp[NDIMS],
+		      int pb, int cons, int k, const int dc[NDIMS], int cb, int64_t mb,
+		      double *busy)
+{
+	const struct shape *t = &g->ops[p].out;
+	int nres = cost_link_resources(c), nd[NDIMS], ci[NDIMS] = { 0 }, kc = 0;
+	double worst = 0;
+
+	for (int r = 0; r < nres; r++)
+		busy[r] = 0;
+	for (int d = 0; d < NDIMS; d++)
+		nd[d] = cost_need_varies(g, cons, k, d) ? dc[d] : 1;
+	do {
+		int first[NDIMS], last[NDIMS], pi[NDIMS], empty = 0;
+		int64_t a[NDIMS], b[NDIMS];
+
+		/* the consumer shard's need, and the producer shards whose
+		 * [j S / D, (j + 1) S / D) can meet it */
+		for (int d = 0; d < NDIMS; d++) {
+			int64_t sz = shape_extent(t, (enum dim_kind)d, mb);
+
+			cost_need_span(g, cons, k, d, nd[d] > 1 ? ci[d] : 0, nd[d], mb, &a[d], &b[d]);
+			first[d] = pi[d] = (int)(a[d] * dp[d] / sz);
+			last[d] = (int)((b[d] * dp[d] + sz - 1) / sz);
+			last[d] = last[d] > dp[d] ? dp[d] : last[d];
+			empty |= first[d] >= last[d];
+		}
+		do {
+			int64_t vol = BYTES_PER_ELEM;
+			int kp = 0, src, dst;
+
+			if (empty)
+				break;
+			for (int d = 0; d < NDIMS; d++) {
+				int64_t sz = shape_extent(t, (enum dim_kind)d, mb);
+				int64_t lo = pi[d] * sz / dp[d], hi = (pi[d] + 1) * sz / dp[d];
+
+				lo = lo > a[d] ? lo : a[d];
+				hi = hi < b[d] ? hi : b[d];
+				vol *= hi > lo ? hi - lo : 0;
+				kp = kp * dp[d] + pi[d];
+			}
+			src = pb + kp;
+			dst = cb + kc;
+			if (vol > 0 && src != dst)
+				worst = fmax(worst, occupy(c, src, dst, (double)vol, busy));
+		} while (next_coord(pi, first, last));
+		kc++;
+	} while (next_coord(ci, NULL, dc));
+	return g->ops[p].kind == OP_INPUT ? worst : 2 * worst;
+}
+
+/* --- collectives ----------------------------------------------------------- */
+
+double cost_ring_s(const struct link *l, int r, double bytes, int msgs)
+{
+	return 2.0 * (r - 1) / r * bytes / l->bw_bytes_per_s + 2.0 * (r - 1) * l->latency_s * msgs;
+}
+
+double cost_half_ring_s(const struct link *l, int q, double bytes, int msgs)
+{
+	return (q - 1.0) / q * bytes / l->bw_bytes_per_s + (q - 1.0) * l->latency_s * msgs;
+}
+
+double cost_allreduce_spread_s(const struct cluster *c, int nodes, int qmax, double bytes,
+			       int msgs)
+{
+	double t;
+
+	if (nodes == 1)
+		return cost_ring_s(&c->intra, qmax, bytes, msgs);
+	t = cost_ring_s(&c->inter, nodes, bytes, msgs);
+	if (qmax > 1)
+		t += 2 * cost_half_ring_s(&c->intra, qmax, bytes, msgs);
+	return t;
+}
+
+void cost_spread(const struct cluster *c, const int *dev, int r, int64_t bytes, int *nodes,
+		 int *qmax, int64_t *intra_bytes)
+{
+	int pn = c->per_node;
+
+	*nodes = *qmax = 0;
+	*intra_bytes = 0;
+	for (int a = 0, e; a < r; a = e) {
+		for (e = a + 1; e < r && dev[e] / pn == dev[a] / pn; e++)
+			;
+		(*nodes)++;
+		*qmax = e - a > *qmax ? e - a : *qmax;
+		*intra_bytes += (int64_t)(e - a - 1) * bytes;
+	}
+}
+
+double cost_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t bytes)
+{
+	int nodes, qmax;
+	int64_t intra_bytes;
+
+	if (r < 2)
+		return 0;
+	cost_spread(c, dev, r, bytes, &nodes, &qmax, &intra_bytes);
+	return cost_allreduce_spread_s(c, nodes, qmax, (double)bytes, 1);
+}
+
+/* --- memory and the optimizer ---------------------------------------------- */
+
+static const char *const optimizer_names[NOPTIMIZERS] = {
+	[OPTIMIZER_SGD] = "sgd",
+	[OPTIMIZER_ADAM] = "adam",
+};
+
+static const int optimizer_copies[NOPTIMIZERS] = {
+	[OPTIMIZER_SGD] = 1,
+	[OPTIMIZER_ADAM] = 2,
+};
+
+const char *optimizer_name(enum optimizer o)
+{
+	return (unsigned)o < NOPTIMIZERS ? optimizer_names[o] : "?";
+}
+
+int optimizer_parse(const char *s, enum optimizer *out)
+{
+	for (int k = 0; k < NOPTIMIZERS; k++)
+		if (strcmp(s, optimizer_names[k]) == 0) {
+			*out = (enum optimizer)k;
+			return 0;
+		}
+	return -1;
+}
+
+int optimizer_state_copies(enum optimizer o)
+{
+	return optimizer_copies[o];
+}
+
+int64_t cost_param_bytes(const struct op *op, int c_degree)
+{
+	int64_t bytes = op->params * BYTES_PER_ELEM;
+
+	if (op->m.valid && op->m.param_bytes > 0)
+		bytes = op->m.param_bytes;
+	return (bytes + c_degree - 1) / c_degree;
+}
+
+int cost_state_factor(enum optimizer o)
+{
+	return 2 + optimizer_copies[o];
+}
+
+double cost_update_s(const struct device_spec *dev, double param_bytes, enum optimizer o)
+{
+	return param_bytes * (3 + 2 * optimizer_copies[o]) / dev->mem_bw_bytes_per_s;
+}

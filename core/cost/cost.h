@@ -1,0 +1,125 @@
+/*
+ * The cost model (docs/simulator.md): what an operator shard, a transfer
+ * between two devices, a gradient all-reduce, an optimizer step and the
+ * state of a placement cost.  The simulator builds its task graph from
+ * these terms, and a planner that ranks candidates without simulating
+ * them prices the same things with the same calls, so that its estimate
+ * and the simulator's prediction differ only where the planner simplifies
+ * the schedule, never in what a piece of work costs
+ * (docs/adding-a-planner.md, "Costs").
+ */
+#ifndef AUTOPAR_COST_H
+#define AUTOPAR_COST_H
+
+#include <stdint.h>
+
+#include "hw/cluster.h"
+#include "hw/profile.h"
+#include "model/graph.h"
+
+/* --- compute ------------------------------------------------------------- */
+
+/* The cost of one shard of op i under plan degrees degree[] when the batch
+ * runs as `microbatches` micro-batches: the shard that runs has its n
+ * degree multiplied by the micro-batches (profile_lookup() sees its
+ * signature), and an input has no backward. */
+int cost_op(const struct profile *p, const struct graph *g, int i, const int degree[NDIMS],
+	    int microbatches, struct op_cost *out);
+
+/* --- point-to-point transfers -------------------------------------------- */
+
+/* Seconds to move `bytes` over link l: its latency plus bytes over its
+ * bandwidth.  The one transfer formula: every transfer the simulator
+ * schedules and every transfer a planner prices is this. */
+double cost_link_s(const struct link *l, double bytes);
+/* The same from device src to device dst of cluster c: the directed link
+ * inside a node, or the NICs between nodes. */
+double cost_transfer_s(const struct cluster *c, int src, int dst, double bytes);
+
+/* Whether what a shard of op c needs of input k along dim d depends on
+ * the shard's place along d (op_input_varies(), for a dim the input has). */
+int cost_need_varies(const struct graph *g, int c, int k, int d);
+/* The part [*a, *b) along d of input k that consumer shard i of nd along
+ * d of op c needs in a micro-batch of mb samples: op_input_need() for the
+ * shard's share of c's output; the whole extent where it does not vary
+ * (returns 0 then, 1 where it does). */
+int cost_need_span(const struct graph *g, int c, int k, int d, int i, int nd, int64_t mb,
+		   int64_t *a, int64_t *b);
+/* Bytes of input k of op c that one shard of c under degrees dc needs in
+ * a micro-batch of mb samples, by op_input_need() (needs.h), the rule the
+ * simulator and the runtime follow: its share of the dims that follow the
+ * split (with a window's halo), the whole of the others.  Shard 0's, the
+ * largest a split along h or w can differ from the others by a halo. */
+int64_t cost_need_bytes(const struct graph *g, int c, int k, const int dc[NDIMS], int64_t mb);
+
+/* Seconds the resharding of op p's output into op c's input k takes in a
+ * micro-batch of mb samples: p's shards (degrees dp) on devices pb,
+ * pb + 1, ..., c's (degrees dc) on cb, cb + 1, ...; every overlap of what
+ * a producer shard owns and a consumer shard needs moves between their
+ * devices by cost_transfer_s(), transfers on different links run side by
+ * side and those on one link one after another, so the edge costs its
+ * busiest link; twice that when p has a gradient (it flows back over the
+ * reverse links).  busy[] is scratch of cost_link_resources(c) doubles. */
+double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, const int dp[NDIMS],
+		      int pb, int cons, int k, const int dc[NDIMS], int cb, int64_t mb,
+		      double *busy);
+/* The link resources of c that cost_reshard_s() tracks: the directed
+ * device pairs and each node's NIC, sending and receiving. */
+int cost_link_resources(const struct cluster *c);
+
+/* --- collectives ----------------------------------------------------------- */
+
+/* A ring all-reduce of r members over link l: a reduce-scatter and an
+ * all-gather of r - 1 steps each (Patarasuk and Yuan 2009; NCCL's ring),
+ *     2 (r - 1) / r x bytes / bw + 2 (r - 1) x latency x msgs,
+ * where msgs counts the all-reduces of that size fused into one by bytes
+ * but each paying its own latencies. */
+double cost_ring_s(const struct link *l, int r, double bytes, int msgs);
+/* One of the two halves of such a ring of q members. */
+double cost_half_ring_s(const struct link *l, int q, double bytes, int msgs);
+/* The gradient all-reduce of `bytes` on each member of a group spread over
+ * `nodes` nodes with at most qmax members on one: a ring inside the node
+ * when there is one node; else hierarchical, as NCCL and Horovod do it
+ * (a reduce-scatter inside every node, a ring of each node's slices
+ * across the nodes' NICs, an all-gather inside every node), the node with
+ * the most members bounding the intra-node phases. */
+double cost_allreduce_spread_s(const struct cluster *c, int nodes, int qmax, double bytes,
+			       int msgs);
+/* How the r sorted devices dev[] spread over c's nodes: the node count,
+ * the most members on one node, and the bytes the intra-node phases move
+ * when each member holds `bytes`. */
+void cost_spread(const struct cluster *c, const int *dev, int r, int64_t bytes, int *nodes,
+		 int *qmax, int64_t *intra_bytes);
+/* The all-reduce of `bytes` over the r sorted devices dev[]: the sum of
+ * the phases above; 0 for r < 2. */
+double cost_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t bytes);
+
+/* --- memory and the optimizer ---------------------------------------------- */
+
+enum optimizer {
+	OPTIMIZER_SGD,  /* SGD with momentum: one extra copy of the weights */
+	OPTIMIZER_ADAM, /* Adam: two (first and second moments) */
+	NOPTIMIZERS
+};
+
+const char *optimizer_name(enum optimizer o);
+int optimizer_parse(const char *s, enum optimizer *out);
+/* Copies of the weights the optimizer keeps as state. */
+int optimizer_state_copies(enum optimizer o);
+
+/* Parameter bytes of one shard of op split c_degree ways along c:
+ * parameters are indexed by the output channel (SOAP's parameter dim), so
+ * the c degree shards them and every other degree replicates them;
+ * measured bytes win. */
+int64_t cost_param_bytes(const struct op *op, int c_degree);
+/* What a device keeps of every parameter byte it holds, for the whole
+ * iteration: the weight, its gradient and the optimizer's state (3 for
+ * SGD with momentum, 4 for Adam). */
+int cost_state_factor(enum optimizer o);
+/* Seconds of the optimizer step over `param_bytes` on one device: it
+ * reads weights, gradients and state and writes weights and state,
+ * (3 + 2 x copies) x the bytes at the device's memory bandwidth (a
+ * streaming kernel). */
+double cost_update_s(const struct device_spec *dev, double param_bytes, enum optimizer o);
+
+#endif

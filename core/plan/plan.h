@@ -1,0 +1,139 @@
+/*
+ * The plan every planner emits and the simulator and runtime read: per
+ * operator its stage, its degree per output dim and the ordered devices its
+ * shards run on; stages form a DAG (a chain for classic pipelines); the
+ * schedule and micro-batches.  JSON (jansson), schema "autopar-plan"
+ * version 1, as in docs/formats.md.  Shard k of an op with degrees
+ * (dn, dc, dh, dw, dl) is laid out with n outermost: devices[k] runs the
+ * k-th shard in row-major order over the dims n, c, h, w, l.
+ */
+#ifndef AUTOPAR_PLAN_H
+#define AUTOPAR_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/cluster.h"
+#include "model/graph.h"
+
+/* Size of the name fields, NUL included: a cluster may be named by an
+ * inline spec such as "4x4:v100,intra=450GB/s,inter=400GB/s,intra_lat=2us,
+ * inter_lat=2us". */
+#define PLAN_NAME_LEN 128
+
+enum sched_kind {
+	SCHED_GPIPE,      /* fill-drain */
+	SCHED_1F1B,       /* synchronous 1F1B, PipeDream-Flush */
+	SCHED_1F1B_ASYNC, /* PipeDream's 1F1B with weight stashing */
+	SCHED_ASYNC_PREDICT, /* forward of one batch beside the backward of
+			      * another, no flush, predicted weights */
+	NSCHED_KINDS
+};
+
+struct plan_stage {
+	int id;
+	int ndev, *devices;
+	int nnext, *next;
+	/* The stage's own micro-batch count, its micro-batches being of
+	 * batch / microbatches samples; 0: the schedule's.  Stages joined
+	 * by `next` have counts that divide one another, and what passes
+	 * between them is re-batched (sim_layout.c).  JSON: the stage's
+	 * "microbatches", written only where it differs from the
+	 * schedule's. */
+	int microbatches;
+	/* Round-robin replicas (PipeDream's replicated stages), 0 or 1:
+	 * none.  With r replicas the stage's devices are r groups of
+	 * ndev / r, replica g being devices[g * ndev / r ..]; the ops'
+	 * devices name replica 0's, and replica g runs each shard on the
+	 * device at the same place of its group.  Micro-batch j (counted
+	 * across steps under the asynchronous schedules) runs whole on
+	 * replica j mod r, and the replicas' gradients are summed by an
+	 * all-reduce, as the n degree's are (docs/plan-format.md).  JSON:
+	 * the stage's "replicas", written only when above 1. */
+	int replicas;
+};
+
+struct plan_op {
+	int stage;
+	int degree[NDIMS];
+	int ndev, *devices; /* ndev = product of degree[] */
+	/* Activation recomputation (docs/plan-format.md): the op keeps none
+	 * of its output from its forward to its backward and runs its
+	 * forward again before its backward.  JSON "recompute": true,
+	 * written only when set. */
+	int recompute;
+};
+
+struct plan {
+	/* plan_read() refuses a longer name rather than cut it. */
+	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN];
+	char profile[PLAN_NAME_LEN], planner[PLAN_NAME_LEN];
+	int64_t batch;
+	/* Weak scaling: the batch per device the instance was made with
+	 * (batch = it x the cluster's devices); 0 for a global batch (strong
+	 * scaling).  JSON "per_device_batch", written when above 0. */
+	int64_t per_device_batch;
+	/* search statistics: seconds, seed, the ones every searching
+	 * planner reports alike, and planner-specific numbers */
+	double search_s;
+	uint64_t seed;
+	/* Its own estimate of the iteration, the lower bound on it that it
+	 * proved, and their relative gap (est - bound) / est; NAN where the
+	 * planner has none.  JSON "planner_est_ms", "bound_ms" and "gap" in
+	 * "search"; the results CSV's columns of those names. */
+	double est_ms, bound_ms, gap;
+	int nstats;
+	char (*stat_name)[32];
+	double *stat_value;
+	/* The anytime curve of a search: curve[k] = {seconds into the
+	 * search, best predicted iteration ms found by then}; "search":
+	 * {"curve": [[s, ms], ...]} in JSON. */
+	int ncurve;
+	size_t cap_curve;
+	double (*curve)[2];
+	enum sched_kind sched;
+	int microbatches;
+	int nstages;
+	struct plan_stage *stages;
+	int nops;
+	struct plan_op *ops; /* indexed like graph->ops */
+	/* predicted by the simulator; negative when absent */
+	double pred_iter_ms, pred_samples_per_s, pred_bubble;
+	int64_t pred_peak_mem_bytes;
+	/* whether that peak fits every device (sim_fits()): 1, 0, -1 when
+	 * not predicted; "fits_memory" in JSON */
+	int pred_fits;
+};
+
+const char *sched_name(enum sched_kind k);
+int sched_parse(const char *s, enum sched_kind *out);
+
+/* The micro-batch count of stage index s: its own or the schedule's. */
+int plan_stage_microbatches(const struct plan *p, int s);
+/* Whether some stage's micro-batch count differs from the schedule's. */
+int plan_mixed_microbatches(const struct plan *p);
+/* The round-robin replicas of stage index s (at least 1), and whether
+ * any stage has more than one. */
+int plan_stage_replicas(const struct plan *p, int s);
+int plan_round_robin(const struct plan *p);
+/* The device that runs, in replica g of stage index s, what device dev of
+ * replica 0 runs; -1 when dev is not in replica 0. */
+int plan_replica_device(const struct plan *p, int s, int dev, int g);
+
+void plan_init(struct plan *p);
+void plan_release(struct plan *p);
+/* Resets p and sizes it for g: model and batch from g, nstages stages with
+ * ids 0..nstages-1 and no devices, one plan_op per operator on stage 0 with
+ * degree 1 and devices {0}; GPipe with one micro-batch. */
+int plan_alloc(struct plan *p, const struct graph *g, int nstages);
+/* Adds or overwrites a planner-specific search statistic (at most 31
+ * characters, not a name struct plan has a field for, finite value). */
+int plan_set_stat(struct plan *p, const char *name, double value);
+/* The named search statistic, NAN when the plan has none. */
+double plan_stat(const struct plan *p, const char *name);
+/* Appends a point (finite, seconds not decreasing) to the search curve. */
+int plan_add_curve(struct plan *p, double t_s, double ms);
+/* Replaces *dst with a copy of src[0..n). */
+int plan_set_devices(int **dst, int *ndst, const int *src, int n);
+
+#endif

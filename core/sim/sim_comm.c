@@ -1,0 +1,210 @@
+/*
+ * Gradient synchronisation in the simulator: the replica groups of every
+ * op's parameter shards and the tasks of their all-reduces, built once per
+ * run (sim_layout.c calls sim_layout_groups()), and the resources a
+ * transfer between two devices occupies.
+ *
+ * Parameters are indexed by the output channel (SOAP's parameter dim), so
+ * an op's c degree shards them and its other degrees replicate them: the
+ * r shards with the same c index, in every round-robin replica of the
+ * stage, form a replica group that all-reduces B bytes of gradients.
+ * Ring all-reduce (Patarasuk and Yuan 2009; NCCL's ring) costs
+ *     2 (r - 1) / r x B / bw + 2 (r - 1) x latency,
+ * a reduce-scatter and an all-gather of r - 1 steps each.  When the group
+ * spans N > 1 nodes with at most q members on one node, it is hierarchical
+ * (as NCCL and Horovod do it): a reduce-scatter inside every node, an
+ * all-reduce of each node's B/q slices across the nodes, an all-gather
+ * inside every node:
+ *     (q - 1) / q x B / bw_intra + (q - 1) x lat_intra     reduce-scatter
+ *   + 2 (N - 1) / N x B / bw_nic + 2 (N - 1) x lat_inter   across nodes
+ *   + (q - 1) / q x B / bw_intra + (q - 1) x lat_intra     all-gather.
+ * The node with the most members bounds the intra-node phases; across
+ * nodes the q slice rings of a node all pass its one NIC, which therefore
+ * sends and receives 2 (N - 1) / N x B whatever q is.
+ */
+#include "sim/sim_comm.h"
+
+#include <stdlib.h>
+
+#include "util/err.h"
+
+/* The resources a transfer from device a to device b occupies: the
+ * directed pair inside a node, or a's NIC sending and b's receiving. */
+void sim_link_res(const struct sim *s, int a, int b, int res[2])
+{
+	const struct cluster *c = s->c;
+	int na = a / c->per_node, nb = b / c->per_node;
+
+	if (na == nb) {
+		res[0] = s->w->res_intra + a * c->per_node + b % c->per_node;
+		res[1] = -1;
+	} else {
+		res[0] = s->w->res_nic + 2 * na;
+		res[1] = s->w->res_nic + 2 * nb + 1;
+	}
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int add_coll(struct sim_work *w, enum sim_task_kind kind, double dur_s,
+		    int64_t bytes, enum link_class cls)
+{
+	struct sim_coll *x;
+
+	if (RESERVE(w, coll, w->ncoll + 1))
+		return AP_EFAIL;
+	x = &w->coll[w->ncoll++];
+	x->kind = kind;
+	x->dur_s = dur_s;
+	x->bytes = bytes;
+	x->cls = cls;
+	x->res_ofs = w->ncoll_res;
+	x->nres = 0;
+	x->waits = x->frees = 1;
+	return AP_OK;
+}
+
+static int add_coll_res(struct sim_work *w, int res)
+{
+	if ((size_t)w->ncoll_res >= w->cap_coll_res &&
+	    RESERVE(w, coll_res, w->ncoll_res + 1))
+		return AP_EFAIL;
+	w->coll_res[w->ncoll_res++] = res;
+	w->coll[w->ncoll - 1].nres++;
+	return AP_OK;
+}
+
+/* The directed ring links inside every node that holds two or more of the
+ * n sorted devices dev[] (consecutive runs of one node). */
+static int add_rings(struct sim *s, const int *dev, int n)
+{
+	int pn = s->c->per_node, st = AP_OK;
+
+	for (int a = 0, b; a < n && !st; a = b) {
+		int res[2];
+
+		for (b = a + 1; b < n && dev[b] / pn == dev[a] / pn; b++)
+			;
+		for (int t = a; t < b && b - a > 1 && !st; t++) {
+			sim_link_res(s, dev[t], dev[t + 1 < b ? t + 1 : a], res);
+			st = add_coll_res(s->w, res[0]);
+		}
+	}
+	return st;
+}
+
+/* A reduce-scatter or all-gather inside every node of the group, bounded
+ * by the node with the most members, qmax. */
+static int intra_phase(struct sim *s, enum sim_task_kind kind, const int *dev,
+		       int r, int qmax, int64_t bytes, int64_t link_bytes)
+{
+	int st = add_coll(s->w, kind, cost_half_ring_s(&s->c->intra, qmax, (double)bytes, 1),
+			  link_bytes, LINK_INTRA);
+
+	return st ? st : add_rings(s, dev, r);
+}
+
+/* The all-reduce tasks of one group of r devices dev[] (sorted) moving
+ * bytes each, by the formulas at the top of this file. */
+static int plan_allreduce(struct sim *s, const int *dev, int r, int64_t bytes)
+{
+	const struct cluster *c = s->c;
+	struct sim_work *w = s->w;
+	double b = (double)bytes;
+	int64_t intra_bytes;
+	int nodes, qmax, pn = c->per_node, st;
+
+	cost_spread(c, dev, r, bytes, &nodes, &qmax, &intra_bytes);
+	if (nodes == 1) {
+		st = add_coll(w, TASK_ALLREDUCE, cost_ring_s(&c->intra, r, b, 1),
+			      2 * (int64_t)(r - 1) * bytes, LINK_INTRA);
+		return st ? st : add_rings(s, dev, r);
+	}
+	if (qmax > 1) {
+		st = intra_phase(s, TASK_REDUCE_SCATTER, dev, r, qmax, bytes, intra_bytes);
+		if (st)
+			return st;
+		w->coll[w->ncoll - 1].frees = 0; /* the all-gather does (sim_coll) */
+	}
+	st = add_coll(w, qmax > 1 ? TASK_ALLREDUCE_INTER : TASK_ALLREDUCE,
+		      cost_ring_s(&c->inter, nodes, b, 1), 2 * (int64_t)(nodes - 1) * bytes,
+		      LINK_INTER);
+	for (int a = 0; a < r && !st; a++)
+		if (a == 0 || dev[a] / pn != dev[a - 1] / pn) {
+			st = add_coll_res(w, w->res_nic + 2 * (dev[a] / pn));
+			if (!st)
+				st = add_coll_res(w, w->res_nic + 2 * (dev[a] / pn) + 1);
+		}
+	if (!st && qmax > 1)
+		st = intra_phase(s, TASK_ALL_GATHER, dev, r, qmax, bytes, intra_bytes);
+	if (!st && qmax > 1)
+		w->coll[w->ncoll - 1].waits = 0;
+	return st;
+}
+
+int sim_layout_op_groups(struct sim *s, const struct plan *pl, int i)
+{
+	struct sim_work *w = s->w;
+	const struct plan_op *po = &pl->ops[i];
+	/* the shards of every round-robin replica of the stage */
+	int nd = po->ndev, nsh = nd * w->op_r[i];
+	int dc = po->degree[DIM_C], r = nsh / dc;
+	int inner = po->degree[DIM_H] * po->degree[DIM_W] * po->degree[DIM_L];
+	int base = w->shard_base[i], st = AP_OK;
+
+	w->op_grp_ofs[i] = w->ngrp;
+	w->op_grp_end[i] = w->ngrp;
+	if (w->shard_params[base] == 0)
+		return AP_OK;
+	if (RESERVE(w, grp, w->ngrp + dc) ||
+	    RESERVE(w, grp_mem, w->ngrp_mem + nsh) || RESERVE(w, scratch, r))
+		return AP_EFAIL;
+	for (int ci = 0; ci < dc && !st; ci++) {
+		struct sim_group *gr = &w->grp[w->ngrp++];
+
+		gr->op = i;
+		gr->cidx = ci;
+		gr->mem_ofs = w->ngrp_mem;
+		gr->nmem = 0;
+		for (int g0 = 0; g0 < nsh; g0 += nd)
+			for (int k = 0; k < nd; k++)
+				if ((k / inner) % dc == ci) {
+					w->scratch[gr->nmem++] = w->shard_dev[base + g0 + k];
+					w->grp_mem[w->ngrp_mem++] = base + g0 + k;
+				}
+		gr->coll_ofs = w->ncoll;
+		if (r > 1) {
+			int sorted = 1;
+
+			/* plans list devices in order more often than not */
+			for (int k = 1; k < r && sorted; k++)
+				sorted = w->scratch[k - 1] < w->scratch[k];
+			if (!sorted)
+				qsort(w->scratch, (size_t)r, sizeof(int), cmp_int);
+			st = plan_allreduce(s, w->scratch, r, w->shard_params[base]);
+		}
+		gr->ncoll = w->ncoll - gr->coll_ofs;
+	}
+	w->op_grp_end[i] = w->ngrp;
+	return st;
+}
+
+int sim_layout_groups(struct sim *s, const struct plan *pl)
+{
+	const struct graph *g = s->g;
+	struct sim_work *w = s->w;
+	int st = AP_OK;
+
+	w->ngrp = w->ngrp_mem = w->ncoll = w->ncoll_res = 0;
+	if (RESERVE(w, op_grp_ofs, g->nops + 1) || RESERVE(w, op_grp_end, g->nops))
+		return AP_EFAIL;
+	for (int i = 0; i < g->nops && !st; i++)
+		st = sim_layout_op_groups(s, pl, i);
+	w->op_grp_ofs[g->nops] = w->ngrp;
+	return st;
+}
