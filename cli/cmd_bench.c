@@ -58,22 +58,22 @@ static int eval(const struct bench_cell *cell, const struct graph *g,
 {
 	const struct planner *pl;
 	struct planner_opts opts;
-	struct planner_input in = { .g = g, .c = c, .budget_s = cell->budget_s,
+	struct planner_input input = { .g = g, .c = c, .budget_s = cell->budget_s,
 				    .seed = cell->seed, .opts = &opts };
 	struct plan plan;
 	int rc;
 
 	if (cell->batch.per_device)
-		in.per_device_batch = g->batch / cluster_ndevices(c);
+		input.per_device_batch = g->batch / cluster_ndevices(c);
 	rc = planner_parse(cell->planner, "bench", &pl, &opts);
 	if (!rc)
 		rc = cached_profile(pc, c);
 	if (rc)
 		return rc;
 	snprintf(row->profile, sizeof row->profile, "%s", pc->name);
-	in.p = &pc->p;
+	input.p = &pc->p;
 	plan_init(&plan);
-	rc = planner_run(pl, &in, pc->name, &plan);
+	rc = planner_run(pl, &input, pc->name, &plan);
 	if (rc)
 		goto out;
 	row->search_s = plan.search_s;

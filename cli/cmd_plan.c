@@ -73,7 +73,7 @@ static int run(int argc, char **argv)
 	const struct planner *pl;
 	struct instance x;
 	struct plan plan;
-	struct planner_input in;
+	struct planner_input input;
 	int rc, npos;
 
 	instance_init(&x);
@@ -99,8 +99,8 @@ static int run(int argc, char **argv)
 	rc = instance_load(&x, model, &bs, cspec, prof);
 	if (rc)
 		goto out;
-	in = planner_input_of(&x, budget, seed, &popts);
-	rc = planner_run(pl, &in, x.profile, &plan);
+	input = planner_input_of(&x, budget, seed, &popts);
+	rc = planner_run(pl, &input, x.profile, &plan);
 	if (!rc)
 		rc = plan_write(&plan, &x.g, outf);
 	if (!rc)

@@ -35,7 +35,7 @@ static int run(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (csv)
-		printf("name,description,anchor,options\n");
+		printf("name,description,follows,options\n");
 	for (int i = 0; i < nplanners; i++) {
 		const struct planner *p = planners[i];
 
@@ -44,13 +44,13 @@ static int run(int argc, char **argv)
 			putchar(',');
 			csvio_put_text(stdout, p->description);
 			putchar(',');
-			csvio_put_text(stdout, p->anchor);
+			csvio_put_text(stdout, p->follows);
 			putchar(',');
 			csvio_put_text(stdout, option_list(p, list, sizeof list));
 			putchar('\n');
 			continue;
 		}
-		printf("%-12s %-66s %s\n", p->name, p->description, p->anchor);
+		printf("%-12s %-66s %s\n", p->name, p->description, p->follows);
 		for (const struct planner_option *o = p->options; o && o->name; o++) {
 			snprintf(list, sizeof list, "--%s%s%s", o->name,
 				 o->type == POPT_FLAG ? "" : " ",

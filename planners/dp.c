@@ -6,20 +6,20 @@
 #include "planner.h"
 #include "plan/plan_build.h"
 
-static int plan_dp(const struct planner_input *in, struct plan *out)
+static int plan_dp(const struct planner_input *input, struct plan *out)
 {
-	int ndev = (int)largest_divisor(in->g->batch, cluster_ndevices(in->c));
+	int ndev = (int)largest_divisor(input->g->batch, cluster_ndevices(input->c));
 	int deg[NDIMS] = { ndev, 1, 1, 1, 1 };
 	int rc = plan_one_stage(out, ndev, SCHED_GPIPE, 1);
 
-	for (int i = 0; i < in->g->nops && !rc; i++)
-		rc = plan_place(out, i, 0, deg, 0);
+	for (int i = 0; i < input->g->nops && !rc; i++)
+		rc = plan_place_range(out, i, 0, deg, 0);
 	return rc;
 }
 
 const struct planner planner_dp = {
 	.name = "dp",
 	.description = "data parallelism on all devices",
-	.anchor = "baseline",
+	.follows = "baseline",
 	.plan = plan_dp,
 };

@@ -18,11 +18,11 @@
  * bench's fits column) and reported as a warning, not refused: a
  * baseline keeps its number beside the planners that search for plans
  * that fit. */
-static int predict(const struct planner *pl, const struct planner_input *in, struct plan *p)
+static int predict(const struct planner *pl, const struct planner_input *input, struct plan *p)
 {
 	struct sim s;
 	struct sim_result r;
-	int rc = sim_init(&s, in->g, in->p, in->c);
+	int rc = sim_init(&s, input->g, input->p, input->c);
 
 	if (rc)
 		return rc;
@@ -60,45 +60,45 @@ struct planner_input planner_input_of(const struct instance *x, double budget_s,
 }
 
 /* Runs pl on in with its options completed into *opts. */
-static int run_planner(const struct planner *pl, const struct planner_input *in,
+static int run_planner(const struct planner *pl, const struct planner_input *input,
 		       struct planner_opts *opts, struct plan *out)
 {
-	struct planner_input full = *in;
-	int rc = plan_alloc(out, in->g, 1);
+	struct planner_input full = *input;
+	int rc = plan_alloc(out, input->g, 1);
 
 	if (rc)
 		return rc;
-	*opts = in->opts ? *in->opts : (struct planner_opts){ 0 };
+	*opts = input->opts ? *input->opts : (struct planner_opts){ 0 };
 	planner_opts_complete(pl, opts);
 	full.opts = opts;
 	full.planner = pl;
 	return pl->plan(&full, out);
 }
 
-int planner_seed(const struct planner *pl, const struct planner_input *in,
+int planner_call(const struct planner *pl, const struct planner_input *input,
 		 struct plan *out)
 {
 	struct planner_opts opts;
 
-	return run_planner(pl, in, &opts, out);
+	return run_planner(pl, input, &opts, out);
 }
 
-int planner_run(const struct planner *pl, const struct planner_input *in,
+int planner_run(const struct planner *pl, const struct planner_input *input,
 		const char *profile_name, struct plan *out)
 {
 	struct planner_opts opts;
 	double t0 = now_s();
-	int rc = run_planner(pl, in, &opts, out);
+	int rc = run_planner(pl, input, &opts, out);
 
 	out->search_s = now_s() - t0;
 	if (rc)
 		return rc;
-	snprintf(out->model, sizeof out->model, "%s", in->g->name);
-	snprintf(out->cluster, sizeof out->cluster, "%s", in->c->name);
+	snprintf(out->model, sizeof out->model, "%s", input->g->name);
+	snprintf(out->cluster, sizeof out->cluster, "%s", input->c->name);
 	snprintf(out->profile, sizeof out->profile, "%s", profile_name);
 	planner_spec(pl, &opts, out->planner, sizeof out->planner);
-	out->seed = in->seed;
-	out->per_device_batch = in->per_device_batch;
-	rc = plan_validate(out, in->g, in->c, pl->name);
-	return rc ? rc : predict(pl, in, out);
+	out->seed = input->seed;
+	out->per_device_batch = input->per_device_batch;
+	rc = plan_validate(out, input->g, input->c, pl->name);
+	return rc ? rc : predict(pl, input, out);
 }

@@ -35,7 +35,7 @@
 #define EX_MAX_PLANS 2000000
 
 struct ex {
-	const struct planner_input *in;
+	const struct planner_input *input;
 	struct sim s;
 	int k, m;              /* stages, micro-batches of the layout */
 	int whole, max_mb;     /* options: no splits; most micro-batches */
@@ -69,8 +69,8 @@ static int can_split(const struct op *op, int d, int n, int64_t mb)
 /* Fills ex->cand from the layout and the configurations. */
 static int build(struct ex *ex, int k, int m, const int *cut, const int *cfg, struct plan *p)
 {
-	const struct graph *g = ex->in->g;
-	int per = cluster_ndevices(ex->in->c) / k, rc = plan_alloc(p, g, k);
+	const struct graph *g = ex->input->g;
+	int per = cluster_ndevices(ex->input->c) / k, rc = plan_alloc(p, g, k);
 
 	plan_schedule(p, k > 1 ? ex->sched : SCHED_GPIPE, m);
 	if (!rc)
@@ -82,7 +82,7 @@ static int build(struct ex *ex, int k, int m, const int *cut, const int *cfg, st
 
 			if (cfg[i])
 				deg[cfg[i] - 1] = per;
-			rc = plan_place(p, i, s, deg, s * per);
+			rc = plan_place_range(p, i, s, deg, s * per);
 		}
 	}
 	return rc;
@@ -90,7 +90,7 @@ static int build(struct ex *ex, int k, int m, const int *cut, const int *cfg, st
 
 static int evaluate(struct ex *ex)
 {
-	const struct graph *g = ex->in->g;
+	const struct graph *g = ex->input->g;
 	struct sim_result r;
 	int rc;
 
@@ -100,7 +100,7 @@ static int evaluate(struct ex *ex)
 
 		if (follows(op)) {
 			int src = op->in[0], c = ex->cfg[src];
-			int per = cluster_ndevices(ex->in->c) / ex->k;
+			int per = cluster_ndevices(ex->input->c) / ex->k;
 
 			ex->cfg[i] = ex->stage_of[src] == ex->stage_of[i] && c &&
 				     can_split(op, c - 1, per, g->batch / ex->m) ? c : 0;
@@ -124,15 +124,15 @@ static int evaluate(struct ex *ex)
 	if ((ex->tried & 255) == 0 && now_s() > ex->deadline)
 		return ap_err(AP_EINPUT, "exhaustive", 0, "the search did not finish within "
 			      "its budget of %g s (an oracle must be complete)",
-			      ex->in->budget_s);
+			      ex->input->budget_s);
 	return AP_OK;
 }
 
 /* Every configuration of the free ops, depth first. */
 static int configs(struct ex *ex, int j)
 {
-	const struct graph *g = ex->in->g;
-	int per = cluster_ndevices(ex->in->c) / ex->k, rc;
+	const struct graph *g = ex->input->g;
+	int per = cluster_ndevices(ex->input->c) / ex->k, rc;
 	const struct op *op;
 
 	if (j == ex->nfree)
@@ -152,7 +152,7 @@ static int configs(struct ex *ex, int j)
 /* Every choice of k - 1 cuts after position `from`, stage s next. */
 static int cuts(struct ex *ex, int s, int from)
 {
-	const struct graph *g = ex->in->g;
+	const struct graph *g = ex->input->g;
 	int rc = AP_OK;
 
 	if (s == ex->k) {
@@ -174,7 +174,7 @@ static int cuts(struct ex *ex, int s, int from)
  * micro-batch also limits sample splits). */
 static double space(const struct ex *ex, int ndev)
 {
-	const struct graph *g = ex->in->g;
+	const struct graph *g = ex->input->g;
 	double total = 0;
 
 	for (int k = 1; k <= ndev && k <= g->nops; k++) {
@@ -197,15 +197,15 @@ static double space(const struct ex *ex, int ndev)
 	return total;
 }
 
-static int plan_exhaustive(const struct planner_input *in, struct plan *out)
+static int plan_exhaustive(const struct planner_input *input, struct plan *out)
 {
-	const struct graph *g = in->g;
-	int ndev = cluster_ndevices(in->c), n = g->nops, rc;
-	struct ex ex = { .in = in, .best_s = INFINITY, .whole = planner_flag(in, "whole"),
-			 .max_mb = planner_int(in, "max-microbatches") };
+	const struct graph *g = input->g;
+	int ndev = cluster_ndevices(input->c), n = g->nops, rc;
+	struct ex ex = { .input = input, .best_s = INFINITY, .whole = planner_flag(input, "whole"),
+			 .max_mb = planner_int(input, "max-microbatches") };
 	double size;
 
-	ex.sched = strcmp(planner_choice(in, "schedule"), "1f1b-async") ? SCHED_1F1B
+	ex.sched = strcmp(planner_choice(input, "schedule"), "1f1b-async") ? SCHED_1F1B
 								      : SCHED_1F1B_ASYNC;
 	if (ex.max_mb < 1)
 		return ap_err(AP_EINPUT, "exhaustive", 0, "max-microbatches must be at least 1");
@@ -230,10 +230,10 @@ static int plan_exhaustive(const struct planner_input *in, struct plan *out)
 			    size, EX_MAX_PLANS);
 		goto out;
 	}
-	rc = sim_init(&ex.s, g, in->p, in->c);
+	rc = sim_init(&ex.s, g, input->p, input->c);
 	if (rc)
 		goto out;
-	ex.deadline = now_s() + in->budget_s;
+	ex.deadline = now_s() + input->budget_s;
 	for (int k = 1; k <= ndev && k <= n && !rc; k++) {
 		if (ndev % k)
 			continue;
@@ -270,7 +270,7 @@ out:
 const struct planner planner_exhaustive = {
 	.name = "exhaustive",
 	.description = "every plan of a small instance, ranked by the simulator (test oracle)",
-	.anchor = "-",
+	.follows = "-",
 	.plan = plan_exhaustive,
 	.options = (const struct planner_option[]){
 		{ "whole", POPT_FLAG, NULL, NULL, "operators are never split: pipelines only" },

@@ -97,7 +97,7 @@ static int build(struct gp *gp, const struct gp_cand *cd, struct plan *p)
 	for (int i = 0; i < g->nops && !rc; i++) {
 		int s = lab[i], deg[NDIMS] = { S[s].d, 1, 1, 1, 1 };
 
-		rc = plan_place(p, i, s, deg, first[s]);
+		rc = plan_place_range(p, i, s, deg, first[s]);
 	}
 	if (!rc)
 		rc = plan_link_edges(p, g);
@@ -119,7 +119,7 @@ static int verify(struct gp *gp, int nverify, int *best, double *best_s)
 {
 	struct sim s;
 	struct plan cand;
-	int rc = sim_init(&s, gp->g, gp->in->p, gp->in->c);
+	int rc = sim_init(&s, gp->g, gp->input->p, gp->input->c);
 
 	*best = -1;
 	*best_s = INFINITY;
@@ -180,7 +180,7 @@ static int refine_counts(struct gp *gp, struct plan *p, double *best_s)
 {
 	static const int num[] = { 1, 1, 2, 4 }, den[] = { 4, 2, 1, 1 };
 	struct sim s;
-	int rc = sim_init(&s, gp->g, gp->in->p, gp->in->c), better = 1;
+	int rc = sim_init(&s, gp->g, gp->input->p, gp->input->c), better = 1;
 
 	for (int pass = 0; pass < 3 && better && !rc; pass++) {
 		better = 0;
@@ -253,7 +253,7 @@ static int setup(struct gp *gp)
 		int one[NDIMS] = { 1, 1, 1, 1, 1 };
 		struct op_cost oc;
 
-		rc = cost_op(gp->in->p, g, i, one, 1, &oc);
+		rc = cost_op(gp->input->p, g, i, one, 1, &oc);
 		if (rc)
 			goto out;
 		op_w[i] = oc.fwd_us + oc.bwd_us;
@@ -273,22 +273,22 @@ out:
 	return rc;
 }
 
-static int plan_graphpipe(const struct planner_input *in, struct plan *out)
+static int plan_graphpipe(const struct planner_input *input, struct plan *out)
 {
-	const struct cluster *c = in->c;
-	struct gp gp = { .in = in, .g = in->g, .n = in->g->nops, .D = cluster_ndevices(c) };
-	int max_m = planner_int(in, "max-microbatches");
-	int nverify = planner_int(in, "verify"), best = -1, rc;
+	const struct cluster *c = input->c;
+	struct gp gp = { .input = input, .g = input->g, .n = input->g->nops, .D = cluster_ndevices(c) };
+	int max_m = planner_int(input, "max-microbatches");
+	int nverify = planner_int(input, "verify"), best = -1, rc;
 	double best_s = INFINITY;
 
 	if (max_m < 1 || nverify < 1)
 		return ap_err(AP_EINPUT, "graphpipe", 0,
 			      "max-microbatches and verify must be at least 1");
-	gp.max_units = planner_int(in, "max-units");
+	gp.max_units = planner_int(input, "max-units");
 	if (gp.max_units < 2)
 		return ap_err(AP_EINPUT, "graphpipe", 0, "max-units must be at least 2");
-	gp.deadline = now_s() + 0.8 * in->budget_s;
-	gp.mem = c->mem_bytes > 0 ? (double)c->mem_bytes : (double)in->p->dev.mem_bytes;
+	gp.deadline = now_s() + 0.8 * input->budget_s;
+	gp.mem = c->mem_bytes > 0 ? (double)c->mem_bytes : (double)input->p->dev.mem_bytes;
 	rc = setup(&gp);
 	/* transfers between stages: over the NICs when the plan spans nodes,
 	 * and, as a second guess, between neighbours inside a node */
@@ -304,11 +304,11 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 		rc = verify(&gp, nverify, &best, &best_s);
 	if (!rc && best < 0)
 		rc = ap_err(AP_EINPUT, "graphpipe", 0,
-			    "no stage graph of '%s' fits the memory of %d devices", in->g->name,
+			    "no stage graph of '%s' fits the memory of %d devices", input->g->name,
 			    gp.D);
 	if (!rc)
 		rc = build(&gp, &gp.cand[best], out);
-	if (!rc && planner_flag(in, "stage-microbatches") && out->sched != SCHED_GPIPE)
+	if (!rc && planner_flag(input, "stage-microbatches") && out->sched != SCHED_GPIPE)
 		rc = refine_counts(&gp, out, &best_s);
 	if (!rc) {
 		out->est_ms = 1e3 * gp.cand[best].est;
@@ -316,7 +316,7 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 	}
 	if (!rc)
 		rc = plan_set_stat(out, "target_ms", 1e3 * gp.cand[best].target *
-							(double)in->g->batch);
+							(double)input->g->batch);
 	if (!rc)
 		rc = plan_set_stat(out, "candidates", gp.ncand);
 	if (!rc)
@@ -328,7 +328,7 @@ static int plan_graphpipe(const struct planner_input *in, struct plan *out)
 const struct planner planner_graphpipe = {
 	.name = "graphpipe",
 	.description = "a DAG of data-parallel stages from a series-parallel decomposition, 1F1B",
-	.anchor = "GraphPipe, ASPLOS 2025",
+	.follows = "GraphPipe, ASPLOS 2025",
 	.plan = plan_graphpipe,
 	.options = (const struct planner_option[]){
 		{ "max-microbatches", POPT_INT, "64", NULL,

@@ -28,7 +28,7 @@ struct gp_cand {
 };
 
 struct gp {
-	const struct planner_input *in;
+	const struct planner_input *input;
 	const struct graph *g;
 	int n, D;
 	int *cons_ofs, *cons;

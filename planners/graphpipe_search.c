@@ -202,7 +202,7 @@ static int comp_prefix(struct gp *gp, int k, const double **out)
 		for (int q = 0; q < gp->n; q++) {
 			int i = gp->sp.ord[q];
 			struct op_cost oc;
-			int st = cost_op(gp->in->p, gp->g, i, deg, 1, &oc);
+			int st = cost_op(gp->input->p, gp->g, i, deg, 1, &oc);
 
 			if (st)
 				return st;
@@ -219,7 +219,7 @@ static int comp_prefix(struct gp *gp, int k, const double **out)
  * once per op with parameters. */
 static double allreduce_s(const struct gp *gp, double P, int nparops, int d)
 {
-	const struct cluster *c = gp->in->c;
+	const struct cluster *c = gp->input->c;
 	int q = d < c->per_node ? d : c->per_node, N = (d + c->per_node - 1) / c->per_node;
 
 	if (d <= 1 || P <= 0)

@@ -160,7 +160,7 @@ struct incumbent {
 };
 
 struct search {
-	const struct planner_input *in;
+	const struct planner_input *input;
 	struct sub *subs;
 	int nsubs;
 	struct incumbent best;
@@ -191,14 +191,14 @@ static void warm_start(struct search *se, int k)
 
 	for (int i = 0; i < 3; i++) {
 		const struct planner *pl = planner_find(names[i]);
-		struct planner_input in = *se->in;
+		struct planner_input input = *se->input;
 		struct plan p;
 
 		if (!pl)
 			continue;
-		in.opts = NULL;
+		input.opts = NULL;
 		plan_init(&p);
-		if (planner_seed(pl, &in, &p) == AP_OK &&
+		if (planner_call(pl, &input, &p) == AP_OK &&
 		    ilp_inst_from_plan(&se->subs[k].x, &p, se->stage, se->cfg) == 0)
 			consider(se, k, se->stage, se->cfg);
 		plan_release(&p);
@@ -346,13 +346,13 @@ static double quick_bound_ms(const struct ilp_inst *x)
 	return MS * c * (1 + (x->m - 1.0) / x->K);
 }
 
-static int plan_ilp(const struct planner_input *in, struct plan *out)
+static int plan_ilp(const struct planner_input *input, struct plan *out)
 {
-	const struct graph *g = in->g;
-	int ndev = cluster_ndevices(in->c), max_mb = planner_int(in, "max-microbatches");
-	int max_k = planner_int(in, "max-stages"), collapse = !planner_flag(in, "no-collapse");
-	double deadline = now_s() + in->budget_s, bound_ms = INFINITY;
-	struct search se = { .in = in, .best = { .obj_s = INFINITY, .sub = -1 } };
+	const struct graph *g = input->g;
+	int ndev = cluster_ndevices(input->c), max_mb = planner_int(input, "max-microbatches");
+	int max_k = planner_int(input, "max-stages"), collapse = !planner_flag(input, "no-collapse");
+	double deadline = now_s() + input->budget_s, bound_ms = INFINITY;
+	struct search se = { .input = input, .best = { .obj_s = INFINITY, .sub = -1 } };
 	int st = AP_OK, optimal = 1, *idx = NULL, nsolve = 0;
 
 	if (max_mb < 1 || max_k < 0)
@@ -386,7 +386,7 @@ static int plan_ilp(const struct planner_input *in, struct plan *out)
 				bound_ms = 0;
 				continue;
 			}
-			b = ilp_inst_build(&sb->x, in, K, m, collapse, 1);
+			b = ilp_inst_build(&sb->x, input, K, m, collapse, 1);
 			if (b == AP_EFAIL)
 				st = b; /* out of memory; a layout that cannot be is skipped */
 			if (b)
@@ -464,7 +464,7 @@ static int plan_ilp(const struct planner_input *in, struct plan *out)
 				    "'%s' within the budget of %g s, and neither dp, owt nor "
 				    "single fits memory to fall back on: raise --budget, or plan "
 				    "with a heuristic planner (-P pipedream, -P graphpipe)",
-				    g->name, in->budget_s);
+				    g->name, input->budget_s);
 	}
 	if (!st)
 		st = record(&se, out, optimal, bound_ms);
@@ -484,7 +484,7 @@ out:
 const struct planner planner_ilp = {
 	.name = "ilp",
 	.description = "mixed-integer program solved by GLPK: configurations, stages, resharding",
-	.anchor = "Alpa's intra-op ILP, OSDI 2022",
+	.follows = "Alpa's intra-op ILP, OSDI 2022",
 	.plan = plan_ilp,
 	.options = (const struct planner_option[]){
 		{ "max-microbatches", POPT_INT, "16", NULL,

@@ -87,7 +87,7 @@ struct ilp_edge {
 };
 
 struct ilp_inst {
-	const struct planner_input *in;
+	const struct planner_input *input;
 	int K, m, per;       /* stages, micro-batches, devices per stage */
 	int ngroups, nedges;
 	struct ilp_group *grp;
@@ -100,7 +100,7 @@ struct ilp_inst {
 /* Builds the instance; AP_EINPUT when the model cannot run as K stages
  * of m micro-batches (too few groups, the micro-batch does not divide),
  * reported only when `quiet` is 0.  collapse ties repeated layers. */
-int ilp_inst_build(struct ilp_inst *x, const struct planner_input *in, int K, int m,
+int ilp_inst_build(struct ilp_inst *x, const struct planner_input *input, int K, int m,
 		   int collapse, int quiet);
 void ilp_inst_release(struct ilp_inst *x);
 /* A live (not dropped) configuration index: c's alias, followed. */

@@ -106,8 +106,8 @@ static double op_allreduce_s(const struct cluster *cl, const int *deg, int ndev,
 
 static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
 {
-	const struct planner_input *in = x->in;
-	const struct graph *g = in->g;
+	const struct planner_input *input = x->input;
+	const struct graph *g = input->g;
 	int64_t mb = g->batch / x->m;
 	struct ilp_cfg *cf;
 	int devs[4096];
@@ -131,7 +131,7 @@ static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
 		const struct op *op = &g->ops[i];
 		struct op_cost oc;
 		int64_t pbytes = cost_param_bytes(op, deg[DIM_C]);
-		int st = cost_op(in->p, g, i, deg, x->m, &oc);
+		int st = cost_op(input->p, g, i, deg, x->m, &oc);
 
 		if (st)
 			return st;
@@ -145,10 +145,10 @@ static int add_cfg(struct ilp_inst *x, struct ilp_group *gr, const int *deg)
 			if (x->group_of[op->in[j]] != x->group_of[gr->lead])
 				cf->act_bytes += cost_need_bytes(g, i, j, deg, mb);
 		if (pbytes > 0 && r > 1)
-			cf->ar_s += op_allreduce_s(in->c, deg, cf->ndev, pbytes, devs);
+			cf->ar_s += op_allreduce_s(input->c, deg, cf->ndev, pbytes, devs);
 	}
 	/* SGD with momentum, as the simulator's default */
-	cf->upd_s = cost_update_s(&in->p->dev, (double)cf->param_bytes, OPTIMIZER_SGD);
+	cf->upd_s = cost_update_s(&input->p->dev, (double)cf->param_bytes, OPTIMIZER_SGD);
 	gr->ncfg++;
 	return AP_OK;
 }
@@ -176,7 +176,7 @@ static int enum_cfgs(struct ilp_inst *x, struct ilp_group *gr, unsigned mask, in
 
 static int make_groups(struct ilp_inst *x)
 {
-	const struct graph *g = x->in->g;
+	const struct graph *g = x->input->g;
 	int n = g->nops;
 
 	x->group_of = malloc((size_t)n * sizeof *x->group_of);
@@ -207,7 +207,7 @@ static int make_groups(struct ilp_inst *x)
  * members and candidates. */
 static void tie_repeats(struct ilp_inst *x)
 {
-	const struct graph *g = x->in->g;
+	const struct graph *g = x->input->g;
 
 	for (int k = 0; k < x->ngroups; k++) {
 		struct ilp_group *gr = &x->grp[k], *g0;
@@ -247,8 +247,8 @@ static struct ilp_edge *find_edge(struct ilp_inst *x, int u, int v)
  * inside a stage, and across stages (the worst pair of adjacent stages). */
 static int make_edges(struct ilp_inst *x)
 {
-	const struct graph *g = x->in->g;
-	const struct cluster *cl = x->in->c;
+	const struct graph *g = x->input->g;
+	const struct cluster *cl = x->input->c;
 	int64_t mb = g->batch / x->m;
 	double *busy = malloc((size_t)cost_link_resources(cl) * sizeof *busy);
 
@@ -382,18 +382,18 @@ int ilp_cfg_live(const struct ilp_group *gr, int c)
 	return c;
 }
 
-int ilp_inst_build(struct ilp_inst *x, const struct planner_input *in, int K, int m,
+int ilp_inst_build(struct ilp_inst *x, const struct planner_input *input, int K, int m,
 		   int collapse, int quiet)
 {
-	const struct graph *g = in->g;
-	int ndev = cluster_ndevices(in->c), st;
+	const struct graph *g = input->g;
+	int ndev = cluster_ndevices(input->c), st;
 
 	memset(x, 0, sizeof *x);
-	x->in = in;
+	x->input = input;
 	x->K = K;
 	x->m = m;
 	x->per = K > 0 ? ndev / K : 0;
-	x->mem_cap = in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes;
+	x->mem_cap = input->c->mem_bytes > 0 ? input->c->mem_bytes : input->p->dev.mem_bytes;
 	if (K < 1 || ndev % K || m < 1 || g->batch % m || x->per > 64 || K > 64)
 		return quiet ? AP_EINPUT : ap_err(AP_EINPUT, "ilp", 0, "%d stages of %d "
 						 "micro-batches do not fit %d devices and a batch "
@@ -497,7 +497,7 @@ double ilp_inst_eval(const struct ilp_inst *x, const int *stage, const int *cfg)
 int ilp_inst_plan(const struct ilp_inst *x, const int *stage, const int *cfg,
 		  struct plan *out)
 {
-	int rc = plan_alloc(out, x->in->g, x->K);
+	int rc = plan_alloc(out, x->input->g, x->K);
 
 	plan_schedule(out, x->K > 1 ? SCHED_1F1B : SCHED_GPIPE, x->m);
 	if (!rc)
@@ -508,7 +508,7 @@ int ilp_inst_plan(const struct ilp_inst *x, const int *stage, const int *cfg,
 		const struct ilp_group *gr = &x->grp[k];
 
 		for (int j = 0; j < gr->nmem && !rc; j++)
-			rc = plan_place(out, gr->mem[j], stage[k], gr->cfg[cfg[k]].degree,
+			rc = plan_place_range(out, gr->mem[j], stage[k], gr->cfg[cfg[k]].degree,
 					stage[k] * x->per);
 	}
 	return rc;

@@ -60,7 +60,7 @@
 #define MCMC_MIN_PROPOSALS 10000
 
 struct mcmc {
-	const struct planner_input *in;
+	const struct planner_input *input;
 	struct plan *out;
 	struct sim s;
 	int ndev, full;
@@ -150,7 +150,7 @@ static int cfg_devices(const struct mcmc *mc, int k, int *nblocks)
 
 static int build_space(struct mcmc *mc)
 {
-	const struct graph *g = mc->in->g;
+	const struct graph *g = mc->input->g;
 	int deg[NDIMS], st = AP_OK;
 
 	mc->cfg_ofs = calloc((size_t)g->nops + 1, sizeof *mc->cfg_ofs);
@@ -184,7 +184,7 @@ static int random_config(struct mcmc *mc, struct plan *p, int i)
 
 	for (int j = 0; j < prod; j++)
 		mc->devs[j] = first + j;
-	return plan_op(p, i, 0, mc->cfg[k], mc->devs);
+	return plan_place(p, i, 0, mc->cfg[k], mc->devs);
 }
 
 /* dst takes src's configurations (both one stage over all devices). */
@@ -193,7 +193,7 @@ static int copy_configs(struct plan *dst, const struct plan *src)
 	int st = AP_OK;
 
 	for (int i = 0; i < src->nops && !st; i++)
-		st = plan_op(dst, i, 0, src->ops[i].degree, src->ops[i].devices);
+		st = plan_place(dst, i, 0, src->ops[i].degree, src->ops[i].devices);
 	return st;
 }
 
@@ -220,7 +220,7 @@ static int improve(struct mcmc *mc)
 static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 {
 	static const struct sim_opts lean = { .optimizer = OPTIMIZER_SGD, .lean = 1 };
-	const struct graph *g = mc->in->g;
+	const struct graph *g = mc->input->g;
 	struct sim_result r;
 	int64_t n = 0, last_better = 0;
 	double t_loop;
@@ -268,7 +268,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 					 rand_unit(mc) < exp(-mc->beta * (new_s - mc->cur_s) /
 							      mc->unit_s);
 			if (!accept) {
-				st = plan_op(&mc->cur, i, 0, old_deg, mc->old_devs);
+				st = plan_place(&mc->cur, i, 0, old_deg, mc->old_devs);
 				if (st)
 					return st;
 				if (!mc->full)
@@ -292,14 +292,14 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 /* A starting point: a planner's plan, or a random one (name NULL). */
 static int start_plan(struct mcmc *mc, const char *name, struct plan *p)
 {
-	const struct graph *g = mc->in->g;
-	struct planner_input in = *mc->in;
+	const struct graph *g = mc->input->g;
+	struct planner_input input = *mc->input;
 	struct plan tmp;
 	int st;
 
-	in.opts = NULL;
+	input.opts = NULL;
 	plan_init(&tmp);
-	st = name ? planner_seed(planner_find(name), &in, &tmp) : plan_alloc(&tmp, g, 1);
+	st = name ? planner_call(planner_find(name), &input, &tmp) : plan_alloc(&tmp, g, 1);
 	for (int i = 0; i < g->nops && !st && !name; i++)
 		st = random_config(mc, &tmp, i);
 	if (!st)
@@ -310,20 +310,20 @@ static int start_plan(struct mcmc *mc, const char *name, struct plan *p)
 
 static int one_stage_plan(struct mcmc *mc, struct plan *p)
 {
-	int st = plan_alloc(p, mc->in->g, 1);
+	int st = plan_alloc(p, mc->input->g, 1);
 
 	return st ? st : plan_one_stage(p, mc->ndev, SCHED_GPIPE, 1);
 }
 
-static int plan_mcmc(const struct planner_input *in, struct plan *out)
+static int plan_mcmc(const struct planner_input *input, struct plan *out)
 {
 	static const char *const starts[] = { "dp", "owt" };
-	struct mcmc mc = { .in = in, .out = out, .best_s = INFINITY,
-			   .beta = planner_real(in, "beta"),
-			   .max_props = planner_int(in, "proposals"),
-			   .full = planner_flag(in, "full-sim"),
-			   .ndev = cluster_ndevices(in->c), .rng = in->seed };
-	int nchains = planner_int(in, "chains"), st;
+	struct mcmc mc = { .input = input, .out = out, .best_s = INFINITY,
+			   .beta = planner_real(input, "beta"),
+			   .max_props = planner_int(input, "proposals"),
+			   .full = planner_flag(input, "full-sim"),
+			   .ndev = cluster_ndevices(input->c), .rng = input->seed };
+	int nchains = planner_int(input, "chains"), st;
 	struct plan start;
 	double deadline;
 
@@ -331,7 +331,7 @@ static int plan_mcmc(const struct planner_input *in, struct plan *out)
 		return ap_err(AP_EINPUT, "mcmc", 0, "expected beta >= 0, chains >= 1 and "
 			      "proposals >= 0");
 	mc.t0 = now_s();
-	deadline = mc.t0 + in->budget_s;
+	deadline = mc.t0 + input->budget_s;
 	plan_init(&mc.cur);
 	plan_init(&mc.best);
 	plan_init(&start);
@@ -347,7 +347,7 @@ static int plan_mcmc(const struct planner_input *in, struct plan *out)
 	if (!st)
 		st = one_stage_plan(&mc, &start);
 	if (!st)
-		st = sim_init(&mc.s, in->g, in->p, in->c);
+		st = sim_init(&mc.s, input->g, input->p, input->c);
 	for (int c = 0; c < nchains && !st; c++) {
 		double left = deadline - now_s();
 
@@ -360,7 +360,7 @@ static int plan_mcmc(const struct planner_input *in, struct plan *out)
 	sim_release(&mc.s);
 	if (!st && isinf(mc.best_s))
 		st = ap_err(AP_EINPUT, "mcmc", 0, "no plan of '%s' found that fits the "
-			    "devices' memory", in->g->name);
+			    "devices' memory", input->g->name);
 	if (!st)
 		st = plan_one_stage(out, mc.ndev, SCHED_GPIPE, 1);
 	if (!st)
@@ -390,7 +390,7 @@ static int plan_mcmc(const struct planner_input *in, struct plan *out)
 const struct planner planner_mcmc = {
 	.name = "mcmc",
 	.description = "Metropolis-Hastings over SOAP configurations, simulator cost, delta re-simulation",
-	.anchor = "FlexFlow, Jia et al., SysML 2019",
+	.follows = "FlexFlow, Jia et al., SysML 2019",
 	.plan = plan_mcmc,
 	.options = (const struct planner_option[]){
 		{ "beta", POPT_REAL, "5", NULL,

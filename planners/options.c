@@ -160,40 +160,40 @@ void planner_opts_complete(const struct planner *pl, struct planner_opts *o)
 /* The value of in's planner's option `name` of type t: the one given or
  * its default (NULL: an unset flag).  A name the planner does not declare
  * with that type is a bug of the planner, not bad input: it aborts. */
-static const char *value(const struct planner_input *in, const char *name,
+static const char *value(const struct planner_input *input, const char *name,
 			 enum planner_opt_type t)
 {
-	const struct planner_option *o = in->planner ? find_option(in->planner, name) : NULL;
+	const struct planner_option *o = input->planner ? find_option(input->planner, name) : NULL;
 	const char *v;
 
 	if (!o || o->type != t) {
 		fprintf(stderr, "autopar: planner '%s' reads option '%s', which its table does "
-			"not declare %s\n", in->planner ? in->planner->name : "(none)", name,
+			"not declare %s\n", input->planner ? input->planner->name : "(none)", name,
 			t == POPT_FLAG ? "as a flag" : t == POPT_INT ? "as an integer" :
 			t == POPT_REAL ? "as a number" : "as a choice");
 		abort();
 	}
-	v = lookup(in->opts, name);
+	v = lookup(input->opts, name);
 	return v || t == POPT_FLAG ? v : o->def;
 }
 
-int planner_flag(const struct planner_input *in, const char *name)
+int planner_flag(const struct planner_input *input, const char *name)
 {
-	return value(in, name, POPT_FLAG) != NULL;
+	return value(input, name, POPT_FLAG) != NULL;
 }
 
-int planner_int(const struct planner_input *in, const char *name)
+int planner_int(const struct planner_input *input, const char *name)
 {
 	/* a value the table's check took: an integer within an int */
-	return (int)strtod(value(in, name, POPT_INT), NULL);
+	return (int)strtod(value(input, name, POPT_INT), NULL);
 }
 
-double planner_real(const struct planner_input *in, const char *name)
+double planner_real(const struct planner_input *input, const char *name)
 {
-	return strtod(value(in, name, POPT_REAL), NULL);
+	return strtod(value(input, name, POPT_REAL), NULL);
 }
 
-const char *planner_choice(const struct planner_input *in, const char *name)
+const char *planner_choice(const struct planner_input *input, const char *name)
 {
-	return value(in, name, POPT_CHOICE);
+	return value(input, name, POPT_CHOICE);
 }

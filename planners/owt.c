@@ -16,10 +16,10 @@
 #include "model/ops.h"
 #include "plan/plan_build.h"
 
-static int plan_owt(const struct planner_input *in, struct plan *out)
+static int plan_owt(const struct planner_input *input, struct plan *out)
 {
-	const struct graph *g = in->g;
-	int ndev = cluster_ndevices(in->c);
+	const struct graph *g = input->g;
+	int ndev = cluster_ndevices(input->c);
 	int ndp = (int)largest_divisor(g->batch, ndev);
 	int rc = plan_one_stage(out, ndev, SCHED_GPIPE, 1);
 
@@ -39,7 +39,7 @@ static int plan_owt(const struct planner_input *in, struct plan *out)
 				deg[DIM_C] = src->degree[DIM_C];
 			}
 		}
-		rc = plan_place(out, i, 0, deg, 0);
+		rc = plan_place_range(out, i, 0, deg, 0);
 	}
 	return rc;
 }
@@ -47,6 +47,6 @@ static int plan_owt(const struct planner_input *in, struct plan *out)
 const struct planner planner_owt = {
 	.name = "owt",
 	.description = "data-parallel convolutions, model-parallel fully-connected layers",
-	.anchor = "Krizhevsky, arXiv 1404.5997",
+	.follows = "Krizhevsky, arXiv 1404.5997",
 	.plan = plan_owt,
 };

@@ -167,7 +167,7 @@ static int solve_level(struct pd *pd, int l, int amax)
 		if (now_s() > pd->deadline)
 			return ap_err(AP_EINPUT, "pipedream", 0, "the search did not finish "
 				      "within its budget of %g s (%d units, %d components at "
-				      "level %d; max-units bounds the first)", pd->in->budget_s,
+				      "level %d; max-units bounds the first)", pd->input->budget_s,
 				      n, M, l);
 		for (int a = 0; a < amax; a++)
 			for (int b = a + 1; b <= n; b++) {
@@ -273,7 +273,7 @@ static int emit(struct pd *pd, int l, int a, int b, int j, const int *bases, int
  * every device is a round-robin replica. */
 static int nsplit(const struct pd *pd)
 {
-	return pd->nst == 1 && pd->in->g->batch % pd->st[0].ndev == 0 ? pd->st[0].ndev : 1;
+	return pd->nst == 1 && pd->input->g->batch % pd->st[0].ndev == 0 ? pd->st[0].ndev : 1;
 }
 
 /* Fills out with the stages and m micro-batches.  A stage of several
@@ -281,7 +281,7 @@ static int nsplit(const struct pd *pd)
  * device, each taking whole micro-batches in turn (but see nsplit()). */
 static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct plan *out)
 {
-	const struct graph *g = pd->in->g;
+	const struct graph *g = pd->input->g;
 	int rc = plan_alloc(out, g, pd->nst);
 
 	plan_schedule(out, sched, m);
@@ -293,7 +293,7 @@ static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct p
 
 		rc = plan_stage(out, s, st->devs, st->ndev, st->ndev / split);
 		for (int k = pd->first[st->a]; k < pd->first[st->b] && !rc; k++)
-			rc = plan_op(out, pd->order[k], s, deg, st->devs);
+			rc = plan_place(out, pd->order[k], s, deg, st->devs);
 	}
 	return rc;
 }
@@ -318,7 +318,7 @@ static int before(int x, int y, int target, int64_t l)
 static int microbatch_choices(const struct pd *pd, int noam, int *mb,
 			      int cap)
 {
-	int64_t q = pd->in->g->batch / nsplit(pd), l = 1, per = pd->in->per_device_batch;
+	int64_t q = pd->input->g->batch / nsplit(pd), l = 1, per = pd->input->per_device_batch;
 	int n = 0, target = per > 0 && q % per == 0 && pd->nst > 1 ? (int)(q / per) : noam;
 
 	if (nsplit(pd) == 1)
@@ -354,7 +354,7 @@ static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct plan
 	noam = (W + pd->st[0].ndev - 1) / pd->st[0].ndev;
 	n = microbatch_choices(pd, noam, mb, 256);
 	if (pd->memory)
-		rc = sim_init(&s, pd->in->g, pd->in->p, pd->in->c);
+		rc = sim_init(&s, pd->input->g, pd->input->p, pd->input->c);
 	for (int k = 0; k < n && !rc; k++) {
 		rc = fill_plan(pd, sched, mb[k], out);
 		tries++;
@@ -366,7 +366,7 @@ static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct plan
 		if (!rc && k + 1 == n)
 			rc = ap_err(AP_EINPUT, "pipedream", 0, "the plan of '%s' (%d stages) "
 				    "needs %lld bytes on device %d, more than its %lld, at "
-				    "every micro-batch count it admits", pd->in->g->name,
+				    "every micro-batch count it admits", pd->input->g->name,
 				    pd->nst, (long long)r.peak_mem_bytes, r.peak_dev,
 				    (long long)r.mem_bytes);
 	}
@@ -383,7 +383,7 @@ static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct plan
 
 static void levels(struct pd *pd)
 {
-	const struct cluster *c = pd->in->c;
+	const struct cluster *c = pd->input->c;
 
 	pd->nlv = 0;
 	if (c->per_node > 1 || c->nodes == 1)
@@ -426,26 +426,26 @@ static void pd_release(struct pd *pd)
 	free(pd->st);
 }
 
-static int plan_pipedream(const struct planner_input *in, struct plan *out)
+static int plan_pipedream(const struct planner_input *input, struct plan *out)
 {
-	struct pd pd = { .in = in, .nops = in->g->nops };
-	const char *sched = planner_choice(in, "schedule");
+	struct pd pd = { .input = input, .nops = input->g->nops };
+	const char *sched = planner_choice(input, "schedule");
 	int top, base = 0, rc;
 	double est;
 
 	pd.predict = !strcmp(sched, "async-predict");
-	pd.straight = planner_flag(in, "straight") || pd.predict;
-	pd.fewer = planner_flag(in, "fewer");
-	pd.paper = !strcmp(planner_choice(in, "cost"), "paper");
-	pd.placed = !strcmp(planner_choice(in, "cost"), "placed");
-	pd.memory = !strcmp(planner_choice(in, "memory"), "on");
-	pd.max_units = planner_int(in, "max-units");
-	pd.ratio = planner_real(in, "compression");
-	pd.units = in->per_device_batch > 0 && in->g->batch % in->per_device_batch == 0
-			   ? (int)(in->g->batch / in->per_device_batch) : 1;
+	pd.straight = planner_flag(input, "straight") || pd.predict;
+	pd.fewer = planner_flag(input, "fewer");
+	pd.paper = !strcmp(planner_choice(input, "cost"), "paper");
+	pd.placed = !strcmp(planner_choice(input, "cost"), "placed");
+	pd.memory = !strcmp(planner_choice(input, "memory"), "on");
+	pd.max_units = planner_int(input, "max-units");
+	pd.ratio = planner_real(input, "compression");
+	pd.units = input->per_device_batch > 0 && input->g->batch % input->per_device_batch == 0
+			   ? (int)(input->g->batch / input->per_device_batch) : 1;
 	pd.flush = !strcmp(sched, "1f1b-flush");
-	pd.deadline = now_s() + in->budget_s;
-	pd.mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
+	pd.deadline = now_s() + input->budget_s;
+	pd.mem = (double)(input->c->mem_bytes > 0 ? input->c->mem_bytes : input->p->dev.mem_bytes);
 	if (pd.ratio < 0)
 		return ap_err(AP_EINPUT, "pipedream", 0, "compression must be 0 (activation "
 			      "transfers not charged) or a positive ratio");
@@ -453,12 +453,12 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 		return ap_err(AP_EINPUT, "pipedream", 0, "max-units must be at least 2");
 	if (pd.nops < 1)
 		return ap_err(AP_EINPUT, "pipedream", 0, "model '%s' has no operators",
-			      in->g->name);
+			      input->g->name);
 	levels(&pd);
 	pd.order = malloc((size_t)pd.nops * sizeof *pd.order);
 	pd.obwd = malloc((size_t)pd.nops * sizeof *pd.obwd);
 	pd.ow = malloc((size_t)pd.nops * sizeof *pd.ow);
-	pd.devs = malloc((size_t)cluster_ndevices(in->c) * sizeof *pd.devs);
+	pd.devs = malloc((size_t)cluster_ndevices(input->c) * sizeof *pd.devs);
 	if (!pd.order || !pd.obwd || !pd.ow || !pd.devs) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
@@ -482,8 +482,8 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 	est = pd.units * pd.lv[top].t[at(&pd, pd.lv[top].m, 0, pd.n)];
 	if (!isfinite(est)) {
 		rc = ap_err(AP_EINPUT, "pipedream", 0, "no pipeline of '%s' on %d devices "
-			    "meets the constraints (%d units%s%s)%s", in->g->name,
-			    cluster_ndevices(in->c), pd.n,
+			    "meets the constraints (%d units%s%s)%s", input->g->name,
+			    cluster_ndevices(input->c), pd.n,
 			    pd.straight ? ", one device per stage" : "",
 			    pd.memory ? ", each stage fitting a device's memory" : "",
 			    pd.fewer ? "" : "; 'fewer' lets it use fewer devices");
@@ -499,7 +499,7 @@ static int plan_pipedream(const struct planner_input *in, struct plan *out)
 	/* data parallelism: its last micro-batch, as chosen, bounds the
 	 * all-reduces' overlap */
 	if (!rc && pd_whole(&pd, top, 0, pd.n, pd.lv[top].m) && pd.nst == 1 &&
-	    pd.st[0].ndev == cluster_ndevices(in->c))
+	    pd.st[0].ndev == cluster_ndevices(input->c))
 		est = pd.units * pd_flushed_dp(&pd, (double)pd.units /
 						    ((double)out->microbatches * nsplit(&pd)));
 	out->est_ms = 1e3 * est;
@@ -521,7 +521,7 @@ out:
 const struct planner planner_pipedream = {
 	.name = "pipedream",
 	.description = "hierarchical DP over layer ranges, workers and stage replication; 1F1B",
-	.anchor = "Narayanan et al., SOSP 2019",
+	.follows = "Narayanan et al., SOSP 2019",
 	.plan = plan_pipedream,
 	.options = (const struct planner_option[]){
 		{ "straight", POPT_FLAG, NULL, NULL, "no replication: one device per stage" },

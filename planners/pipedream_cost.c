@@ -100,7 +100,7 @@
  * first consumer (sources without consumers stay where they are). */
 static void unit_order(struct pd *pd, const int *cofs, char *placed)
 {
-	const struct graph *g = pd->in->g;
+	const struct graph *g = pd->input->g;
 	int k = 0;
 
 	for (int i = 0; i < g->nops; i++) {
@@ -149,13 +149,13 @@ static int merge_units(int n, int max_units, int *cut, int *w, double *t)
  * no backward). */
 static int op_numbers(struct pd *pd, double *t, double *w, double *act)
 {
-	const struct graph *g = pd->in->g;
+	const struct graph *g = pd->input->g;
 	const int one[NDIMS] = { 1, 1, 1, 1, 1 };
 
 	for (int k = 0; k < pd->nops; k++) {
 		const struct op *op = &g->ops[pd->order[k]];
 		struct op_cost oc;
-		int rc = cost_op(pd->in->p, g, pd->order[k], one, pd->units, &oc);
+		int rc = cost_op(pd->input->p, g, pd->order[k], one, pd->units, &oc);
 
 		if (rc)
 			return rc;
@@ -170,7 +170,7 @@ static int op_numbers(struct pd *pd, double *t, double *w, double *act)
 
 int pd_build_units(struct pd *pd)
 {
-	const struct graph *g = pd->in->g;
+	const struct graph *g = pd->input->g;
 	int N = pd->nops, *cofs = NULL, *cons = NULL, *pos, *cut, *width, *cw;
 	double *t, *w, *act, *xb, *ut;
 	char *placed;
@@ -341,7 +341,7 @@ void pd_nic_one(struct pd *pd, int j, int b, int r, int f)
  * a node consume crosses its NIC twice; a flat stage takes it once. */
 int pd_node_inputs(struct pd *pd)
 {
-	const struct graph *g = pd->in->g;
+	const struct graph *g = pd->input->g;
 	const struct pd_level *L0 = &pd->lv[0];
 	size_t n1 = (size_t)pd->n + 1, total = 0;
 	int *pos = malloc((size_t)pd->nops * sizeof *pos);
@@ -462,12 +462,12 @@ static double sync_share(const struct pd *pd, int r)
  * across nodes). */
 static double placed_allreduce(const struct pd *pd, int r, int r0, double w)
 {
-	int per = pd->in->c->per_node, k = 0;
+	int per = pd->input->c->per_node, k = 0;
 
 	for (int n = 0; n < r; n++)
 		for (int t = 0; t < r0; t++)
 			pd->devs[k++] = pd->nlv > 1 ? n * per + t : t * (r > 1 ? per : 1) + n;
-	return cost_allreduce_s(pd->in->c, pd->devs, k, (int64_t)w);
+	return cost_allreduce_s(pd->input->c, pd->devs, k, (int64_t)w);
 }
 
 /* cost=placed: data parallelism as PipeDream runs it, one stage on every
@@ -479,7 +479,7 @@ static double placed_allreduce(const struct pd *pd, int r, int r0, double w)
  * with the later of the compute and the last all-reduce.  Per minibatch. */
 double pd_flushed_dp(const struct pd *pd, double mb)
 {
-	int nd = cluster_ndevices(pd->in->c), nodes = pd->nlv > 1 ? pd->lv[1].m : 1;
+	int nd = cluster_ndevices(pd->input->c), nodes = pd->nlv > 1 ? pd->lv[1].m : 1;
 	double bwd = 0, net = 0;
 
 	for (int k = pd->nops - 1; k >= 0; k--) {
@@ -594,7 +594,7 @@ double pd_stage_time(const struct pd *pd, int l, int a, int b, int r, int last, 
 double pd_dp_time(const struct pd *pd)
 {
 	double t = pd->ct[pd->n] - pd->ct[0];
-	int nd = cluster_ndevices(pd->in->c), flat;
+	int nd = cluster_ndevices(pd->input->c), flat;
 
 	if (pd->placed)
 		return pd_flushed_dp(pd, (double)pd->units / nd);

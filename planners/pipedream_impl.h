@@ -30,7 +30,7 @@ struct pd_stage {
 };
 
 struct pd {
-	const struct planner_input *in;
+	const struct planner_input *input;
 	/* Minibatches in the batch: the DP's times and bytes are those of
 	 * one (its terms are per minibatch, as the reference's are); 1 but
 	 * under weak scaling, where the minibatch is the per-device batch. */

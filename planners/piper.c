@@ -57,9 +57,9 @@
 
 /* The micro-batches of a model's batch: the option, or the smallest
  * divisor of the batch at least nd. */
-static int microbatches(const struct planner_input *in, int nd)
+static int microbatches(const struct planner_input *input, int nd)
 {
-	int64_t b = in->g->batch, m = planner_int(in, "microbatches");
+	int64_t b = input->g->batch, m = planner_int(input, "microbatches");
 
 	if (m > 0)
 		return b % m == 0 ? (int)m : -1;
@@ -174,20 +174,20 @@ static int layers(const struct graph *g, const double *cost, double cap, int *gi
  * micro-batch and the cap of a merged chain: the model's time over
  * `grain` (by default 4 x the devices, so that stages of a few layers
  * each can balance). */
-static int op_layers(const struct planner_input *in, int N, int *gid, int *ng)
+static int op_layers(const struct planner_input *input, int N, int *gid, int *ng)
 {
-	const struct graph *g = in->g;
+	const struct graph *g = input->g;
 	const int one[NDIMS] = { 1, 1, 1, 1, 1 };
 	double *cost = malloc(((size_t)g->nops + 1) * sizeof *cost), total = 0;
-	int grain = planner_int(in, "grain"), rc = AP_OK;
+	int grain = planner_int(input, "grain"), rc = AP_OK;
 	struct op_cost oc;
 
 	if (!cost)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	if (grain < 1)
-		grain = 4 * cluster_ndevices(in->c);
+		grain = 4 * cluster_ndevices(input->c);
 	for (int i = 0; i < g->nops && !rc; i++) {
-		rc = cost_op(in->p, g, i, one, N, &oc);
+		rc = cost_op(input->p, g, i, one, N, &oc);
 		cost[i] = 1e-6 * (oc.fwd_us + oc.bwd_us);
 		total += cost[i];
 	}
@@ -205,16 +205,16 @@ static int splits(const struct op *op, int t)
 
 /* Adds operator i's share to layer configuration x for degree t, and its
  * forward seconds to *fwd. */
-static int add_op(const struct planner_input *in, int i, int t, int N, struct piper_tmpc *x,
+static int add_op(const struct planner_input *input, int i, int t, int N, struct piper_tmpc *x,
 		  double *fwd)
 {
-	const struct graph *g = in->g;
+	const struct graph *g = input->g;
 	const struct op *op = &g->ops[i];
 	int deg[NDIMS] = { 1, 1, 1, 1, 1 }, rc;
 	struct op_cost oc;
 
 	deg[DIM_C] = t;
-	rc = cost_op(in->p, g, i, deg, N, &oc);
+	rc = cost_op(input->p, g, i, deg, N, &oc);
 	if (rc)
 		return rc;
 	x->time += 1e-6 * (oc.fwd_us + oc.bwd_us);
@@ -222,7 +222,7 @@ static int add_op(const struct planner_input *in, int i, int t, int N, struct pi
 	for (int k = 0; k < op->nin && t > 1; k++)
 		if (!op_input_follows(op, k, DIM_C))
 			x->time += 2.0 * (t - 1) / t * (double)g->ops[op->in[k]].out_bytes / N /
-				   in->c->intra.bw_bytes_per_s;
+				   input->c->intra.bw_bytes_per_s;
 	x->params += (double)cost_param_bytes(op, t);
 	x->mem_a += (double)op->out_bytes / N / t;
 	x->mem_b = cost_state_factor(OPTIMIZER_SGD) * x->params;
@@ -265,19 +265,19 @@ static int tmpc_init(struct piper_tmpc *c, const char *id, const struct piper_no
 
 /* The instance of a model that is not a Piper input (see the top), over
  * its layers gid[]. */
-static int build(const struct planner_input *in, int N, const int *gid, int ng,
+static int build(const struct planner_input *input, int N, const int *gid, int ng,
 		 struct piper_inst *pi)
 {
-	const struct graph *g = in->g;
-	int tmax = planner_int(in, "max-tp") > 1 ? planner_int(in, "max-tp") : 1;
-	int nd = cluster_ndevices(in->c), cap = 0, rc = AP_OK;
+	const struct graph *g = input->g;
+	int tmax = planner_int(input, "max-tp") > 1 ? planner_int(input, "max-tp") : 1;
+	int nd = cluster_ndevices(input->c), cap = 0, rc = AP_OK;
 
 	memset(pi, 0, sizeof *pi);
 	pi->nnodes = ng;
 	pi->max_devices = nd;
 	pi->mbs = N;
-	pi->mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
-	pi->bw = slowest_bw(in->c);
+	pi->mem = (double)(input->c->mem_bytes > 0 ? input->c->mem_bytes : input->p->dev.mem_bytes);
+	pi->bw = slowest_bw(input->c);
 	pi->nodes = calloc((size_t)ng, sizeof *pi->nodes);
 	if (!pi->nodes)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
@@ -321,7 +321,7 @@ static int build(const struct planner_input *in, int N, const int *gid, int ng,
 				rc = tmpc_init(&d->tmpc[c], c ? RECOMP : "vanilla", x);
 			for (int i = 0; i < g->nops && !rc; i++)
 				if (gid[i] == v)
-					rc = add_op(in, i, t, N, d->tmpc, &fwd);
+					rc = add_op(input, i, t, N, d->tmpc, &fwd);
 			for (int k = 0; k < x->nin; k++)
 				in_bytes += pi->edges[x->in[k]].bytes;
 			/* recomputation: the forward again; only the inputs
@@ -389,7 +389,7 @@ static int emit(const struct graph *g, const struct piper_inst *pi,
 			for (int q = 0; q < st->nnodes; q++)
 				out->ops[i].recompute |= st->nodes[q] == gid[i] &&
 							 recomputes(pi, st, q);
-			rc = plan_place(out, i, s, deg, base);
+			rc = plan_place_range(out, i, s, deg, base);
 		}
 		base += nd;
 	}
@@ -398,24 +398,24 @@ static int emit(const struct graph *g, const struct piper_inst *pi,
 
 /* Piper on a model that is not a Piper input, for N micro-batches: its
  * layers gid[], its instance and the DP's result; budget_s 0 for none. */
-static int solve_own(const struct planner_input *in, int N, double budget_s, int *gid,
+static int solve_own(const struct planner_input *input, int N, double budget_s, int *gid,
 		     struct piper_inst *pi, struct piper_result *r)
 {
-	int ng = 0, rc = op_layers(in, N, gid, &ng);
+	int ng = 0, rc = op_layers(input, N, gid, &ng);
 
 	if (!rc)
-		rc = build(in, N, gid, ng, pi);
+		rc = build(input, N, gid, ng, pi);
 	if (!rc)
-		rc = piper_solve(pi, planner_int(in, "max-ideals"), budget_s, r);
+		rc = piper_solve(pi, planner_int(input, "max-ideals"), budget_s, r);
 	return rc;
 }
 
 /* The instance of a Piper input: its configurations of degree up to
  * max-tp, the cluster's devices, memory and bandwidth.  pi->nodes is a
  * copy of the array the caller frees; the nodes' contents are shared. */
-static int input_inst(const struct planner_input *in, struct piper_inst *pi)
+static int input_inst(const struct planner_input *input, struct piper_inst *pi)
 {
-	const struct graph *g = in->g;
+	const struct graph *g = input->g;
 
 	*pi = *g->piper;
 	pi->nodes = malloc(((size_t)pi->nnodes + 1) * sizeof *pi->nodes);
@@ -424,12 +424,12 @@ static int input_inst(const struct planner_input *in, struct piper_inst *pi)
 	for (int v = 0; v < pi->nnodes; v++) {
 		pi->nodes[v] = g->piper->nodes[v];
 		while (pi->nodes[v].ndeg > 1 &&
-		       pi->nodes[v].deg[pi->nodes[v].ndeg - 1].t > planner_int(in, "max-tp"))
+		       pi->nodes[v].deg[pi->nodes[v].ndeg - 1].t > planner_int(input, "max-tp"))
 			pi->nodes[v].ndeg--;
 	}
-	pi->max_devices = cluster_ndevices(in->c);
-	pi->mem = (double)(in->c->mem_bytes > 0 ? in->c->mem_bytes : in->p->dev.mem_bytes);
-	pi->bw = slowest_bw(in->c);
+	pi->max_devices = cluster_ndevices(input->c);
+	pi->mem = (double)(input->c->mem_bytes > 0 ? input->c->mem_bytes : input->p->dev.mem_bytes);
+	pi->bw = slowest_bw(input->c);
 	if (g->batch % pi->mbs)
 		return ap_err(AP_EINPUT, "piper", 0, "the batch (%lld) is not %d micro-batches "
 			      "of the Piper input", (long long)g->batch, pi->mbs);
@@ -442,11 +442,11 @@ static int input_inst(const struct planner_input *in, struct piper_inst *pi)
  * sum of d is at most min(N, k)), and keeps the fastest batch, N times
  * the TPS (the first on a tie).  Each run has what is left of the
  * budget. */
-static int solve_best(const struct planner_input *in, int *gid, int *N, struct piper_inst *pi,
+static int solve_best(const struct planner_input *input, int *gid, int *N, struct piper_inst *pi,
 		      struct piper_result *r, long long *pairs)
 {
-	int nmax = microbatches(in, cluster_ndevices(in->c)), rc = AP_OK;
-	int *gtry = malloc(((size_t)in->g->nops + 1) * sizeof *gtry);
+	int nmax = microbatches(input, cluster_ndevices(input->c)), rc = AP_OK;
+	int *gtry = malloc(((size_t)input->g->nops + 1) * sizeof *gtry);
 	struct timespec t0;
 
 	if (!gtry)
@@ -454,27 +454,27 @@ static int solve_best(const struct planner_input *in, int *gid, int *N, struct p
 	if (nmax < 1) {
 		free(gtry);
 		return ap_err(AP_EINPUT, "piper", 0, "microbatches must divide the batch (%lld)",
-			      (long long)in->g->batch);
+			      (long long)input->g->batch);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	*N = 0;
 	*pairs = 0;
-	for (int n = planner_int(in, "microbatches") > 0 ? nmax : 1; n <= nmax && !rc; n++) {
+	for (int n = planner_int(input, "microbatches") > 0 ? nmax : 1; n <= nmax && !rc; n++) {
 		struct piper_inst ti = { 0 };
 		struct piper_result tr = { 0 };
 		struct timespec t1;
 		double left = 0;
 
-		if (in->g->batch % n)
+		if (input->g->batch % n)
 			continue;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (in->budget_s > 0) {
-			left = in->budget_s - (double)(t1.tv_sec - t0.tv_sec) -
+		if (input->budget_s > 0) {
+			left = input->budget_s - (double)(t1.tv_sec - t0.tv_sec) -
 			       1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 			if (left <= 0)
 				left = 1e-9;
 		}
-		rc = solve_own(in, n, left, gtry, &ti, &tr);
+		rc = solve_own(input, n, left, gtry, &ti, &tr);
 		*pairs += tr.pairs;
 		if (!rc && (!*N || tr.tps * n < r->tps * *N)) {
 			piper_inst_release(pi);
@@ -482,7 +482,7 @@ static int solve_best(const struct planner_input *in, int *gid, int *N, struct p
 			*pi = ti;
 			*r = tr;
 			*N = n;
-			memcpy(gid, gtry, (size_t)in->g->nops * sizeof *gid);
+			memcpy(gid, gtry, (size_t)input->g->nops * sizeof *gid);
 		} else {
 			piper_inst_release(&ti);
 			piper_result_release(&tr);
@@ -492,12 +492,12 @@ static int solve_best(const struct planner_input *in, int *gid, int *N, struct p
 	return rc;
 }
 
-static int plan_piper(const struct planner_input *in, struct plan *out)
+static int plan_piper(const struct planner_input *input, struct plan *out)
 {
-	const struct graph *g = in->g;
+	const struct graph *g = input->g;
 	struct piper_inst pi = { 0 };
 	struct piper_result r = { 0 };
-	int nd = cluster_ndevices(in->c), N = 0, rc, recomputed = 0;
+	int nd = cluster_ndevices(input->c), N = 0, rc, recomputed = 0;
 	int *gid = malloc(((size_t)g->nops + 1) * sizeof *gid);
 	long long pairs = 0;
 
@@ -506,13 +506,13 @@ static int plan_piper(const struct planner_input *in, struct plan *out)
 	for (int i = 0; i < g->nops; i++)
 		gid[i] = i;
 	if (g->piper) {
-		rc = input_inst(in, &pi);
+		rc = input_inst(input, &pi);
 		N = pi.mbs;
 		if (!rc)
-			rc = piper_solve(&pi, planner_int(in, "max-ideals"), in->budget_s, &r);
+			rc = piper_solve(&pi, planner_int(input, "max-ideals"), input->budget_s, &r);
 		pairs = r.pairs;
 	} else {
-		rc = solve_best(in, gid, &N, &pi, &r, &pairs);
+		rc = solve_best(input, gid, &N, &pi, &r, &pairs);
 	}
 	if (!rc && !isfinite(r.tps))
 		rc = ap_err(AP_EINPUT, "piper", 0, "no partition of '%s' on %d devices fits "
@@ -548,7 +548,7 @@ const struct planner planner_piper = {
 	.name = "piper",
 	.description = "DP over the DAG's upsets: convex stages with tensor, data parallelism "
 		       "and per-layer configurations",
-	.anchor = "Tarnawski et al., NeurIPS 2021",
+	.follows = "Tarnawski et al., NeurIPS 2021",
 	.plan = plan_piper,
 	.options = (const struct planner_option[]){
 		{ "microbatches", POPT_INT, "0", NULL,

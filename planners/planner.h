@@ -60,7 +60,7 @@ struct planner_input {
 	int64_t per_device_batch;
 	uint64_t seed;
 	const struct planner_opts *opts; /* NULL: every option at its default */
-	/* The planner that runs (planner_run() and planner_seed() set it):
+	/* The planner that runs (planner_run() and planner_call() set it):
 	 * the table its options are read against. */
 	const struct planner *planner;
 };
@@ -68,15 +68,15 @@ struct planner_input {
 struct planner {
 	const char *name;
 	const char *description; /* one line */
-	const char *anchor;      /* the paper or rule it follows */
+	const char *follows;     /* the paper or rule it follows */
 	/* Fills stages, ops, schedule and micro-batches of out, which the
-	 * driver has sized for one stage (plan_alloc(out, in->g, 1), every
+	 * driver has sized for one stage (plan_alloc(out, input->g, 1), every
 	 * op on device 0); a planner of several stages sizes it again with
-	 * plan_alloc(out, in->g, n) and builds it with plan.h's plan_stage(),
-	 * plan_link()/plan_chain(), plan_place()/plan_op() and
+	 * plan_alloc(out, input->g, n) and builds it with plan.h's plan_stage(),
+	 * plan_link()/plan_chain(), plan_place_range()/plan_place() and
 	 * plan_schedule().  Costs come from sim.h's cost_op(), the
 	 * simulator's own lookup, and whole plans from sim_run(). */
-	int (*plan)(const struct planner_input *in, struct plan *out);
+	int (*plan)(const struct planner_input *input, struct plan *out);
 	const struct planner_option *options; /* ended by a NULL name; may be NULL */
 };
 
@@ -106,12 +106,12 @@ void planner_opts_complete(const struct planner *pl, struct planner_opts *o);
 /* The running planner's options, by their type in its table: given or
  * the default.  Reading a name the table does not declare with that type
  * is a bug of the planner: it aborts with a message naming both. */
-int planner_flag(const struct planner_input *in, const char *name);
-int planner_int(const struct planner_input *in, const char *name);
-double planner_real(const struct planner_input *in, const char *name);
-const char *planner_choice(const struct planner_input *in, const char *name);
+int planner_flag(const struct planner_input *input, const char *name);
+int planner_int(const struct planner_input *input, const char *name);
+double planner_real(const struct planner_input *input, const char *name);
+const char *planner_choice(const struct planner_input *input, const char *name);
 
-/* The driver: sizes out for in->g, completes in->opts with pl's defaults,
+/* The driver: sizes out for input->g, completes input->opts with pl's defaults,
  * runs pl timed, records the names of the inputs (profile_name is the
  * profile's name as the user gave it), the planner's spec, seed and
  * search time and the per-device batch, validates the plan and simulates
@@ -119,12 +119,12 @@ const char *planner_choice(const struct planner_input *in, const char *name);
  * memory (the simulator's peak: weights, optimizer state, stashed
  * versions, activations in flight) is marked (pred_fits 0) and reported
  * as a warning with the numbers, whichever planner made it. */
-int planner_run(const struct planner *pl, const struct planner_input *in,
+int planner_run(const struct planner *pl, const struct planner_input *input,
 		const char *profile_name, struct plan *out);
 /* The planner alone, as a planner or test that starts from another's plan
  * calls it: out sized for one stage, in's options (NULL: the defaults)
  * completed; no timing, names, validation or prediction. */
-int planner_seed(const struct planner *pl, const struct planner_input *in,
+int planner_call(const struct planner *pl, const struct planner_input *input,
 		 struct plan *out);
 
 /* Helpers every planner may use. */

@@ -96,7 +96,7 @@ static inline void rt_round_robin_plan(const char *model, int64_t batch, const c
 	for (int i = 0; i < g.nops; i++) {
 		int s = i * nstages / g.nops, deg[NDIMS] = { width, 1, 1, 1, 1 };
 
-		assert_int_equal(plan_place(&p, i, s, deg, first[s]), 0);
+		assert_int_equal(plan_place_range(&p, i, s, deg, first[s]), 0);
 	}
 	assert_int_equal(plan_write(&p, &g, path), 0);
 	plan_release(&p);
@@ -138,9 +138,9 @@ static inline void rt_dag_plan(const char *path, enum sched_kind sched)
 	assert_int_equal(plan_link(&p, 0, 2), 0);
 	assert_int_equal(plan_link(&p, 1, 2), 0);
 	for (int k = 0; k < 3; k++)
-		assert_int_equal(plan_place(&p, graph_find(&g, branch[k]), 1, one, 1), 0);
+		assert_int_equal(plan_place_range(&p, graph_find(&g, branch[k]), 1, one, 1), 0);
 	for (int k = 0; k < 4; k++)
-		assert_int_equal(plan_place(&p, graph_find(&g, head[k]), 2, one, 0), 0);
+		assert_int_equal(plan_place_range(&p, graph_find(&g, head[k]), 2, one, 0), 0);
 	assert_int_equal(plan_write(&p, &g, path), 0);
 	plan_release(&p);
 	graph_release(&g);
@@ -169,7 +169,7 @@ static inline void rt_split_plan(const char *model, const char *cluster, const c
 		int mine = !strcmp(g.ops[i].name, name);
 
 		found |= mine;
-		assert_int_equal(plan_place(&p, i, 0, mine ? degree : one, 0), 0);
+		assert_int_equal(plan_place_range(&p, i, 0, mine ? degree : one, 0), 0);
 	}
 	assert_true(found);
 	assert_int_equal(plan_write(&p, &g, path), 0);

@@ -71,7 +71,7 @@ static inline void set_op(const char *name, int stage, int dn, int dc, const int
 {
 	int deg[NDIMS] = { dn, dc, 1, 1, 1 };
 
-	assert_int_equal(plan_op(&pl, op_of(name), stage, deg, dev), AP_OK);
+	assert_int_equal(plan_place(&pl, op_of(name), stage, deg, dev), AP_OK);
 }
 
 static inline void set_stage(int s, const int *dev, int ndev, int next)

@@ -30,16 +30,16 @@ static double est_over_sim(const struct cell *k)
 	struct planner_opts o;
 	struct instance x;
 	struct plan out;
-	struct planner_input in;
+	struct planner_input input;
 	double est, ratio;
 
 	/* the model's own batch on every device (weak scaling) */
 	test_instance(&x, k->model, "0/dev", k->cluster);
-	in = (struct planner_input){ .g = &x.g, .p = &x.p, .c = &x.c, .budget_s = 1,
+	input = (struct planner_input){ .g = &x.g, .p = &x.p, .c = &x.c, .budget_s = 1,
 				     .seed = 1, .opts = &o, .per_device_batch = 0 };
 	plan_init(&out);
 	assert_int_equal(planner_parse(k->spec, "test", &pl, &o), AP_OK);
-	if (planner_run(pl, &in, x.c.profile, &out) != AP_OK)
+	if (planner_run(pl, &input, x.c.profile, &out) != AP_OK)
 		fail_msg("%s on %s/%s: %s", k->spec, k->model, k->cluster, ap_last_error());
 	est = out.est_ms;
 	assert_true(est > 0);

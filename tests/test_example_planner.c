@@ -16,22 +16,22 @@
 
 /* --- the planner (docs/adding-a-planner.md) ---------------------------- */
 
-static int plan_balanced(const struct planner_input *in, struct plan *out)
+static int plan_balanced(const struct planner_input *input, struct plan *out)
 {
-	const struct graph *g = in->g;
-	int k = planner_int(in, "stages");
+	const struct graph *g = input->g;
+	int k = planner_int(input, "stages");
 	int m = (int)largest_divisor(g->batch, 2 * (int64_t)k);
 	int one[NDIMS] = { 1, 1, 1, 1, 1 };
 	double total = 0, done = 0, *cost = malloc((size_t)g->nops * sizeof *cost);
 	int rc = cost ? AP_OK : ap_err(AP_EFAIL, NULL, 0, "out of memory");
 
-	if (!rc && (k < 1 || k > cluster_ndevices(in->c) || k > g->nops))
+	if (!rc && (k < 1 || k > cluster_ndevices(input->c) || k > g->nops))
 		rc = ap_err(AP_EINPUT, "balanced", 0, "--stages %d: expected 1 to %d", k,
-			    cluster_ndevices(in->c) < g->nops ? cluster_ndevices(in->c) : g->nops);
+			    cluster_ndevices(input->c) < g->nops ? cluster_ndevices(input->c) : g->nops);
 	for (int i = 0; i < g->nops && !rc; i++) {
 		struct op_cost oc;
 
-		rc = cost_op(in->p, g, i, one, m, &oc);
+		rc = cost_op(input->p, g, i, one, m, &oc);
 		cost[i] = oc.fwd_us + oc.bwd_us;
 		total += cost[i];
 	}
@@ -47,7 +47,7 @@ static int plan_balanced(const struct planner_input *in, struct plan *out)
 		if (s + 1 < k && (done >= total * (s + 1) / k || g->nops - i == k - s - 1))
 			s++;
 		done += cost[i];
-		rc = plan_place(out, i, s, one, s);
+		rc = plan_place_range(out, i, s, one, s);
 	}
 	plan_schedule(out, SCHED_1F1B, m);
 	free(cost);
@@ -57,7 +57,7 @@ static int plan_balanced(const struct planner_input *in, struct plan *out)
 static const struct planner planner_balanced = {
 	.name = "balanced",
 	.description = "a chain of stages of equal compute, one device each, 1F1B",
-	.anchor = "docs/adding-a-planner.md",
+	.follows = "docs/adding-a-planner.md",
 	.plan = plan_balanced,
 	.options = (const struct planner_option[]){
 		{ "stages", POPT_INT, "2", NULL, "pipeline stages (one device each)" },
@@ -72,15 +72,15 @@ static int balanced(const char *model, const char *cluster, const char *opts,
 		    struct instance *x, struct plan *out)
 {
 	struct planner_opts o = { 0 };
-	struct planner_input in;
+	struct planner_input input;
 
 	test_instance(x, model, NULL, cluster);
 	if (opts)
 		assert_int_equal(planner_opts_set(&planner_balanced, &o, "stages", opts, "test"),
 				 AP_OK);
-	in = planner_input_of(x, 10, 1, &o);
+	input = planner_input_of(x, 10, 1, &o);
 	plan_init(out);
-	return planner_run(&planner_balanced, &in, x->profile, out);
+	return planner_run(&planner_balanced, &input, x->profile, out);
 }
 
 /* Every stage's share of the compute is within the largest operator of

@@ -47,14 +47,14 @@ static void run_graphpipe(struct instance *x, const char *spec, struct plan *pl,
 {
 	const struct planner *gp;
 	struct planner_opts o = { 0 };
-	struct planner_input in = { .g = &x->g, .p = &x->p, .c = &x->c, .budget_s = 30,
+	struct planner_input input = { .g = &x->g, .p = &x->p, .c = &x->c, .budget_s = 30,
 				    .seed = 1, .opts = &o };
 	struct sim s;
 	struct sim_result r;
 
 	assert_int_equal(planner_parse(spec, "test", &gp, &o), AP_OK);
 	plan_init(pl);
-	if (planner_run(gp, &in, "test", pl) != AP_OK)
+	if (planner_run(gp, &input, "test", pl) != AP_OK)
 		fail_msg("%s on %s/%s: %s", spec, x->g.name, x->c.name, ap_last_error());
 	assert_int_equal(sim_init(&s, &x->g, &x->p, &x->c), AP_OK);
 	assert_int_equal(sim_run(&s, pl, NULL, &r), AP_OK);
@@ -118,7 +118,7 @@ static void evaluate(struct oracle *o, int m)
 	for (int i = 0; i < g->nops; i++) {
 		int deg[NDIMS] = { o->dev[o->lab[i]], 1, 1, 1, 1 };
 
-		assert_int_equal(plan_place(p, i, o->lab[i], deg, first[o->lab[i]]), AP_OK);
+		assert_int_equal(plan_place_range(p, i, o->lab[i], deg, first[o->lab[i]]), AP_OK);
 	}
 	assert_int_equal(plan_link_edges(p, g), AP_OK);
 	plan_schedule(p, o->nb == 1 && m == 1 ? SCHED_GPIPE : SCHED_1F1B, m);
@@ -252,13 +252,13 @@ static double dp_time(struct instance *x)
 	struct plan pl;
 	double s;
 	struct planner_opts o = { 0 };
-	struct planner_input in = { .g = &x->g, .p = &x->p, .c = &x->c, .budget_s = 5,
+	struct planner_input input = { .g = &x->g, .p = &x->p, .c = &x->c, .budget_s = 5,
 				    .seed = 1, .opts = &o };
 	struct sim sim;
 	struct sim_result r;
 
 	plan_init(&pl);
-	assert_int_equal(planner_run(planner_find("dp"), &in, "test", &pl), AP_OK);
+	assert_int_equal(planner_run(planner_find("dp"), &input, "test", &pl), AP_OK);
 	assert_int_equal(sim_init(&sim, &x->g, &x->p, &x->c), AP_OK);
 	assert_int_equal(sim_run(&sim, &pl, NULL, &r), AP_OK);
 	s = r.iter_s;
@@ -371,7 +371,7 @@ static void test_units(void **state)
 	struct instance x;
 	struct plan pl;
 	struct planner_opts o = { 0 };
-	struct planner_input in = { .budget_s = 30, .seed = 1, .opts = &o };
+	struct planner_input input = { .budget_s = 30, .seed = 1, .opts = &o };
 	const struct planner *gp;
 	double s;
 	int first[65], cut_inside = 0, n;
@@ -401,14 +401,14 @@ static void test_units(void **state)
 			assert_int_equal(pl.ops[i].stage, pl.ops[first[k]].stage);
 	plan_release(&pl);
 
-	in.g = &x.g;
-	in.p = &x.p;
-	in.c = &x.c;
+	input.g = &x.g;
+	input.p = &x.p;
+	input.c = &x.c;
 	ap_err_quiet(1);
 	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
 		assert_int_equal(planner_parse(bad[k], "test", &gp, &o), AP_OK);
 		plan_init(&pl);
-		assert_int_equal(planner_run(gp, &in, "test", &pl), AP_EINPUT);
+		assert_int_equal(planner_run(gp, &input, "test", &pl), AP_EINPUT);
 		plan_release(&pl);
 	}
 	ap_err_quiet(0);
@@ -485,7 +485,7 @@ static void test_dag_1f1b_in_flight(void **state)
 			if (next[st][e] >= 0)
 				assert_int_equal(plan_link(&pl, st, next[st][e]), AP_OK);
 		for (int k = 0; k < 4 && stage_ops[st][k]; k++)
-			assert_int_equal(plan_place(&pl, graph_find(&x.g, stage_ops[st][k]), st,
+			assert_int_equal(plan_place_range(&pl, graph_find(&x.g, stage_ops[st][k]), st,
 						    one, st), AP_OK);
 	}
 	plan_schedule(&pl, SCHED_1F1B, 8);

@@ -20,7 +20,7 @@
 struct run {
 	struct instance x;
 	struct planner_opts o;
-	struct planner_input in;
+	struct planner_input input;
 	struct plan pl;
 	int rc;
 };
@@ -35,9 +35,9 @@ static void run(struct run *t, const char *model, const char *cspec, const char 
 	memset(t, 0, sizeof *t);
 	test_instance(&t->x, model, NULL, cspec);
 	assert_int_equal(planner_parse(spec, "test", &pln, &t->o), AP_OK);
-	t->in = planner_input_of(&t->x, budget_s, 1, &t->o);
+	t->input = planner_input_of(&t->x, budget_s, 1, &t->o);
 	plan_init(&t->pl);
-	t->rc = planner_run(pln, &t->in, t->x.profile, &t->pl);
+	t->rc = planner_run(pln, &t->input, t->x.profile, &t->pl);
 }
 
 static void done(struct run *t)
@@ -85,7 +85,7 @@ static double brute_force(struct run *t, int max_mb)
 		for (int m = 1; m <= (K > 1 ? max_mb : 1) && ndev % K == 0; m *= 2) {
 			struct ilp_inst x;
 
-			if (t->x.g.batch % m || ilp_inst_build(&x, &t->in, K, m, 1, 1) != AP_OK)
+			if (t->x.g.batch % m || ilp_inst_build(&x, &t->input, K, m, 1, 1) != AP_OK)
 				continue;
 			assert_true(x.ngroups <= 64);
 			best = fmin(best, enumerate(&x, stage, cfg, 0));
@@ -103,8 +103,8 @@ static double dp_under_model(struct run *t)
 	double v = INFINITY;
 
 	plan_init(&p);
-	assert_int_equal(planner_seed(planner_find("dp"), &t->in, &p), AP_OK);
-	assert_int_equal(ilp_inst_build(&x, &t->in, 1, 1, 1, 0), AP_OK);
+	assert_int_equal(planner_call(planner_find("dp"), &t->input, &p), AP_OK);
+	assert_int_equal(ilp_inst_build(&x, &t->input, 1, 1, 1, 0), AP_OK);
 	assert_true(x.ngroups <= 512);
 	if (ilp_inst_from_plan(&x, &p, stage, cfg) == 0)
 		v = ilp_inst_eval(&x, stage, cfg);

@@ -22,15 +22,15 @@ static double plan_with(struct instance *x, const char *spec, double budget_s, u
 {
 	const struct planner *pln;
 	struct planner_opts o;
-	struct planner_input in;
+	struct planner_input input;
 	struct sim s;
 	struct sim_result r;
 
 	assert_int_equal(planner_parse(spec, "test", &pln, &o), AP_OK);
-	in = (struct planner_input){ .g = &x->g, .p = &x->p, .c = &x->c,
+	input = (struct planner_input){ .g = &x->g, .p = &x->p, .c = &x->c,
 				     .budget_s = budget_s, .seed = seed, .opts = &o };
 	plan_init(out);
-	if (planner_run(pln, &in, x->c.profile, out) != AP_OK)
+	if (planner_run(pln, &input, x->c.profile, out) != AP_OK)
 		fail_msg("%s: %s", spec, ap_last_error());
 	assert_int_equal(plan_validate(out, &x->g, &x->c, "plan"), AP_OK);
 	assert_int_equal(sim_init(&s, &x->g, &x->p, &x->c), AP_OK);

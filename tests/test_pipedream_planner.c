@@ -27,11 +27,11 @@ static int run(const char *spec, struct instance *x, struct plan *out)
 {
 	const struct planner *pl;
 	struct planner_opts o = { 0 };
-	struct planner_input in = planner_input_of(x, 60, 1, &o);
+	struct planner_input input = planner_input_of(x, 60, 1, &o);
 
 	plan_init(out);
 	assert_int_equal(planner_parse(spec, "test", &pl, &o), AP_OK);
-	return planner_run(pl, &in, x->c.profile, out);
+	return planner_run(pl, &input, x->c.profile, out);
 }
 
 /* The simulated iteration time; the peak memory must fit. */

@@ -144,7 +144,7 @@ static void set_op(struct plan *p, int i, int stage, int dn, int dc,
 	int deg[NDIMS] = { dn, dc, 1, 1, 1 };
 
 	assert_int_equal(ndev, dn * dc);
-	assert_int_equal(plan_op(p, i, stage, deg, dev), AP_OK);
+	assert_int_equal(plan_place(p, i, stage, deg, dev), AP_OK);
 }
 
 static void set_stage(struct plan *p, int s, const int *dev, int ndev,

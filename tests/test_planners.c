@@ -36,7 +36,7 @@ static int may_refuse(const char *planner)
 static int make_plan(const struct planner *pl, const char *model, const char *cspec,
 		     struct instance *x, struct plan *out)
 {
-	struct planner_input in;
+	struct planner_input input;
 	struct planner_opts o = { 0 };
 	int rc;
 
@@ -46,8 +46,8 @@ static int make_plan(const struct planner *pl, const char *model, const char *cs
 	 * after how long is test_mcmc.c's question. */
 	if (!strcmp(pl->name, "mcmc"))
 		assert_int_equal(planner_opts_set(pl, &o, "proposals", "500", "test"), AP_OK);
-	in = planner_input_of(x, 1, 1, &o);
-	rc = planner_seed(pl, &in, out);
+	input = planner_input_of(x, 1, 1, &o);
+	rc = planner_call(pl, &input, out);
 	if (rc == AP_OK)
 		snprintf(out->cluster, sizeof out->cluster, "%s", x->c.name);
 	return rc;
@@ -132,9 +132,9 @@ static void test_baseline_shapes(void **state)
 	plan_release(&pl);
 	plan_init(&pl);
 	{
-		struct planner_input in = planner_input_of(&x, 1, 0, NULL);
+		struct planner_input input = planner_input_of(&x, 1, 0, NULL);
 
-		assert_int_equal(planner_seed(planner_find("dp"), &in, &pl), AP_OK);
+		assert_int_equal(planner_call(planner_find("dp"), &input, &pl), AP_OK);
 	}
 	assert_int_equal(pl.ops[0].degree[DIM_N], 3);
 	assert_int_equal(pl.stages[0].ndev, 3);
@@ -174,7 +174,7 @@ static void test_registry(void **state)
 	assert_null(planner_find("nosuch"));
 	for (int i = 0; i < nplanners; i++) {
 		assert_non_null(planners[i]->description);
-		assert_non_null(planners[i]->anchor);
+		assert_non_null(planners[i]->follows);
 		for (int j = 0; j < i; j++)
 			assert_string_not_equal(planners[i]->name, planners[j]->name);
 	}
@@ -212,7 +212,7 @@ static double simulated(const char *planner, const char *model, const char *cspe
 	struct planner_opts o;
 	struct instance x;
 	struct plan pl;
-	struct planner_input in;
+	struct planner_input input;
 	struct sim s;
 	struct sim_result r;
 	double t = INFINITY;
@@ -222,8 +222,8 @@ static double simulated(const char *planner, const char *model, const char *cspe
 	assert_int_equal(planner_parse(planner, "test", &pln, &o), AP_OK);
 	/* a cap only: the searches take well under a second, but the
 	 * sanitizer build on a busy machine is many times slower */
-	in = planner_input_of(&x, 600, 1, &o);
-	if (planner_run(pln, &in, x.profile, &pl) == AP_OK) {
+	input = planner_input_of(&x, 600, 1, &o);
+	if (planner_run(pln, &input, x.profile, &pl) == AP_OK) {
 		assert_int_equal(sim_init(&s, &x.g, &x.p, &x.c), AP_OK);
 		assert_int_equal(sim_run(&s, &pl, NULL, &r), AP_OK);
 		if (r.peak_mem_bytes <= r.mem_bytes)
@@ -310,7 +310,7 @@ static void test_options(void **state)
 
 /* Whether reading option `name` of exhaustive by type t (0 flag, 1
  * integer, 2 number, 3 choice) aborts, in a child process. */
-static int read_aborts(const struct planner_input *in, int t, const char *name)
+static int read_aborts(const struct planner_input *input, int t, const char *name)
 {
 	pid_t pid = fork();
 	int ws;
@@ -319,12 +319,12 @@ static int read_aborts(const struct planner_input *in, int t, const char *name)
 	if (pid == 0) {
 		fclose(stderr); /* the message is the planner author's */
 		if (t == 0)
-			_exit(planner_flag(in, name) < 0);
+			_exit(planner_flag(input, name) < 0);
 		if (t == 1)
-			_exit(planner_int(in, name) < 0);
+			_exit(planner_int(input, name) < 0);
 		if (t == 2)
-			_exit(planner_real(in, name) < 0);
-		_exit(planner_choice(in, name) == NULL);
+			_exit(planner_real(input, name) < 0);
+		_exit(planner_choice(input, name) == NULL);
 	}
 	assert_int_equal(waitpid(pid, &ws, 0), pid);
 	return WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT;
@@ -335,22 +335,22 @@ static int read_aborts(const struct planner_input *in, int t, const char *name)
 static void test_option_readers(void **state)
 {
 	struct planner_opts o;
-	struct planner_input in = { .planner = planner_find("exhaustive") };
+	struct planner_input input = { .planner = planner_find("exhaustive") };
 
 	(void)state;
-	assert_int_equal(planner_int(&in, "max-microbatches"), 8);
-	assert_string_equal(planner_choice(&in, "schedule"), "1f1b");
-	assert_int_equal(planner_flag(&in, "whole"), 0);
+	assert_int_equal(planner_int(&input, "max-microbatches"), 8);
+	assert_string_equal(planner_choice(&input, "schedule"), "1f1b");
+	assert_int_equal(planner_flag(&input, "whole"), 0);
 	assert_int_equal(planner_parse("exhaustive:max-microbatches=3,whole,schedule=1f1b-async",
-				       "t", &in.planner, &o), AP_OK);
-	in.opts = &o;
-	assert_int_equal(planner_int(&in, "max-microbatches"), 3);
-	assert_string_equal(planner_choice(&in, "schedule"), "1f1b-async");
-	assert_int_equal(planner_flag(&in, "whole"), 1);
-	assert_true(read_aborts(&in, 1, "max-microbatch"));
-	assert_true(read_aborts(&in, 2, "max-microbatches"));
-	assert_true(read_aborts(&in, 0, "schedule"));
-	assert_false(read_aborts(&in, 1, "max-microbatches"));
+				       "t", &input.planner, &o), AP_OK);
+	input.opts = &o;
+	assert_int_equal(planner_int(&input, "max-microbatches"), 3);
+	assert_string_equal(planner_choice(&input, "schedule"), "1f1b-async");
+	assert_int_equal(planner_flag(&input, "whole"), 1);
+	assert_true(read_aborts(&input, 1, "max-microbatch"));
+	assert_true(read_aborts(&input, 2, "max-microbatches"));
+	assert_true(read_aborts(&input, 0, "schedule"));
+	assert_false(read_aborts(&input, 1, "max-microbatches"));
 }
 
 /* Krizhevsky's rationale: FC-heavy models on a slow network train faster

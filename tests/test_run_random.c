@@ -57,7 +57,7 @@ static void random_plan(const char *model, uint64_t seed, const char *path)
 		/* n distinct devices, from a random rotation */
 		for (int k = 0; k < n; k++)
 			dev[k] = (int)((k + rng_key(seed, 77, (uint64_t)i) % 4) % 4);
-		assert_int_equal(plan_op(&p, i, 0, pk.chosen, dev), 0);
+		assert_int_equal(plan_place(&p, i, 0, pk.chosen, dev), 0);
 	}
 	assert_int_equal(plan_write(&p, &g, path), 0);
 	plan_release(&p);

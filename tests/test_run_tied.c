@@ -109,7 +109,7 @@ static void test_pipeline_same_stage(void **state)
 	for (int i = 0; i < g.nops; i++) {
 		int s = g.ops[i].kind == OP_LOSS;
 
-		assert_int_equal(plan_op(&p, i, s, one, &dev[s]), 0);
+		assert_int_equal(plan_place(&p, i, s, one, &dev[s]), 0);
 	}
 	snprintf(plan, sizeof plan, "%s/tied-1f1b.json", tmp_dir());
 	assert_int_equal(plan_write(&p, &g, plan), 0);

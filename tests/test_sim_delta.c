@@ -262,7 +262,7 @@ static void test_fallback(void **state)
 	assert_int_equal(sim_init(&sd, &x.g, &x.p, &x.c), AP_OK);
 	assert_int_equal(sim_init(&sf, &x.g, &x.p, &x.c), AP_OK);
 	assert_int_equal(sim_run(&sd, &pl, NULL, &rd), AP_OK);
-	assert_int_equal(plan_op(&pl, op, 0, pl.ops[op].degree, &dev), AP_OK);
+	assert_int_equal(plan_place(&pl, op, 0, pl.ops[op].degree, &dev), AP_OK);
 	assert_int_equal(sim_delta(&sd, &pl, &op, 1, &rd), AP_OK);
 	assert_int_equal(sim_run(&sf, &pl, NULL, &rf), AP_OK);
 	same_result(&rd, &rf, 0);

@@ -124,7 +124,7 @@ int plan_link_edges(struct plan *p, const struct graph *g)
 	return st;
 }
 
-int plan_op(struct plan *p, int i, int s, const int degree[NDIMS], const int *devs)
+int plan_place(struct plan *p, int i, int s, const int degree[NDIMS], const int *devs)
 {
 	int n = shards(degree);
 
@@ -138,13 +138,13 @@ int plan_op(struct plan *p, int i, int s, const int degree[NDIMS], const int *de
 	return plan_set_devices(&p->ops[i].devices, &p->ops[i].ndev, devs, n);
 }
 
-int plan_place(struct plan *p, int i, int s, const int degree[NDIMS], int first)
+int plan_place_range(struct plan *p, int i, int s, const int degree[NDIMS], int first)
 {
 	int *devs = range(first, shards(degree)), st;
 
 	if (!devs)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-	st = plan_op(p, i, s, degree, devs);
+	st = plan_place(p, i, s, degree, devs);
 	free(devs);
 	return st;
 }

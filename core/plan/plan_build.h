@@ -27,9 +27,9 @@ int plan_chain(struct plan *p);
 int plan_link_edges(struct plan *p, const struct graph *g);
 /* Operator i in stage s with degree[] per dim kind, its shards on
  * devs[0..product of the degrees) in the layout of the top comment. */
-int plan_op(struct plan *p, int i, int s, const int degree[NDIMS], const int *devs);
+int plan_place(struct plan *p, int i, int s, const int degree[NDIMS], const int *devs);
 /* The same on consecutive devices from first. */
-int plan_place(struct plan *p, int i, int s, const int degree[NDIMS], int first);
+int plan_place_range(struct plan *p, int i, int s, const int degree[NDIMS], int first);
 void plan_schedule(struct plan *p, enum sched_kind k, int microbatches);
 /* One stage on devices 0..ndev-1 under the given schedule. */
 int plan_one_stage(struct plan *p, int ndev, enum sched_kind sched, int microbatches);
