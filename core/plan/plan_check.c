@@ -360,6 +360,62 @@ static int check_op(struct vctx *v, int i)
 	return AP_OK;
 }
 
+/* A list of devices as "0, 1, 2" (at most len bytes; cut with "...") */
+static void format_devices(const struct plan_op *po, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int k = 0; k < po->ndev && n + 16 < len; k++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%d", k ? ", " : "", po->devices[k]);
+	if (po->ndev > 0 && n + 16 >= len)
+		snprintf(buf + n, len - n, ", ...");
+}
+
+/* A tied weight is one tensor (tie=, models/FORMAT.md): the op that ties
+ * and the op it ties to must hold it on the same devices, or the weight
+ * would have to live twice and its two gradients be summed across
+ * devices, which neither the simulator charges nor the runtime does.  So
+ * both run on the same set of devices, and, when they sit in different
+ * stages, neither stage has round-robin replicas (whose replicas run on
+ * other devices in turn).  stamp[] marks the partner's devices. */
+static int check_tie(struct vctx *v, int i)
+{
+	const struct op *op = &v->g->ops[i];
+	int j = op->a.tie, same;
+	const struct plan_op *a, *b;
+	char da[96], db[96];
+
+	if (j < 0)
+		return AP_OK;
+	a = &v->p->ops[i];
+	b = &v->p->ops[j];
+	v->tag++;
+	for (int k = 0; k < b->ndev; k++)
+		v->stamp[b->devices[k]] = v->tag;
+	same = a->ndev == b->ndev;
+	for (int k = 0; k < a->ndev && same; k++)
+		same = v->stamp[a->devices[k]] == v->tag;
+	if (!same) {
+		format_devices(a, da, sizeof da);
+		format_devices(b, db, sizeof db);
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "ops.%s.devices: '%s' ties its weight to '%s', so both must run "
+			      "on the same devices, but '%s' runs on %s and '%s' on %s",
+			      op->name, op->name, v->g->ops[j].name, op->name, da,
+			      v->g->ops[j].name, db);
+	}
+	if (a->stage != b->stage &&
+	    (plan_stage_replicas(v->p, v->pos[a->stage]) > 1 ||
+	     plan_stage_replicas(v->p, v->pos[b->stage]) > 1))
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "ops.%s.stage: '%s' ties its weight to '%s', so both must run on "
+			      "the same devices, but they are in stages %d and %d, which have "
+			      "round-robin replicas running on other devices",
+			      op->name, op->name, v->g->ops[j].name, a->stage, b->stage);
+	return AP_OK;
+}
+
 /* Weights, their gradients and the optimizer's momentum: the cost model's
  * state of every parameter shard (cost_state_factor(), SGD with momentum)
  * stays on its device for the whole iteration, so a plan that overflows
@@ -428,6 +484,8 @@ int plan_validate(const struct plan *p, const struct graph *g,
 	 * before the edge from them is. */
 	for (int i = 0; i < g->nops && !st; i++)
 		st = check_op(&v, i);
+	for (int i = 0; i < g->nops && !st; i++)
+		st = check_tie(&v, i);
 	if (!st && c->mem_bytes > 0)
 		st = check_memory(&v);
 out:

@@ -18,7 +18,9 @@
  * its split mask allows, each dividing its dim (n: the micro-batch), ndev =
  * product of the degrees, device ids exist, are distinct and belong to the
  * op's stage; every edge of the graph goes from a stage to itself or one
- * reachable along `next`.  When c->mem_bytes > 0, each device's parameter
+ * reachable along `next`; an op that ties its weight to another (tie=)
+ * runs on the same devices as that op, and in its stage unless neither
+ * stage has round-robin replicas.  When c->mem_bytes > 0, each device's parameter
  * shards x 3 (weights, gradients, momentum: cost_state_factor()) must fit it; activations are
  * the simulator's to check.  The first failure is reported naming path and
  * the field; AP_EINPUT. */
