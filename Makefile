@@ -1,5 +1,6 @@
-# autopar build.  `make` builds bin/autopar; `make test` runs every test
-# binary; `make check-asan` runs them under AddressSanitizer and
+# autopar build.  `make` builds bin/autopar and, where CUDA is found, the
+# CUDA object beside it; `make bin/autopar` the command alone (everything
+# but --backend cuda); `make test` runs every test binary; `make check-asan` runs them under AddressSanitizer and
 # UndefinedBehaviorSanitizer; `make bench`, `make figures`, `make install
 # PREFIX=...`, `make clean`.  Optional CUDA parts are probed under CUDA_HOME;
 # without them the CUDA entry points compile to stubs.

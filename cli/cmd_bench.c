@@ -20,6 +20,7 @@
 #include "load.h"
 #include "matrix.h"
 #include "model/model_io.h"
+#include "driver.h"
 #include "planner.h"
 #include "anytime.h"
 #include "results.h"

@@ -14,6 +14,7 @@
 #include "load.h"
 #include "model/model_io.h"
 #include "plan/plan.h"
+#include "driver.h"
 #include "planner.h"
 #include "sim/sim.h"
 #include "plan/plan_io.h"

@@ -28,6 +28,7 @@
 #include "util/datadir.h"
 #include "hw/device.h"
 #include "util/err.h"
+#include "exec_support.h"
 #include "gpu.h"
 #include "model/graph.h"
 #include "model/model_io.h"

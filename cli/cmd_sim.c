@@ -1,6 +1,6 @@
 /*
  * `autopar sim`: predicts a plan's iteration time, throughput, bubble and
- * memory with the simulator (core/sim.h).  The plan names the model,
+ * memory with the simulator (core/sim/sim.h).  The plan names the model,
  * cluster, profile and batch it was made for; -m, -c and -p simulate it on
  * others (a faster network, another profile), --microbatches another
  * pipeline depth.  --trace writes the timeline

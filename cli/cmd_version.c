@@ -10,7 +10,7 @@
 #include "backend.h"
 #include "util/datadir.h"
 #include "gpu.h"
-#include "transport.h"
+#include "transport_mpi.h"
 
 #define AUTOPAR_VERSION "0.1.0"
 

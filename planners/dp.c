@@ -4,6 +4,7 @@
  * above the device count), parameters replicated and all-reduced.
  */
 #include "planner.h"
+#include "util/intmath.h"
 #include "plan/plan_build.h"
 
 static int plan_dp(const struct planner_input *input, struct plan *out)
@@ -22,4 +23,5 @@ const struct planner planner_dp = {
 	.description = "data parallelism on all devices",
 	.follows = "baseline",
 	.plan = plan_dp,
+	.estimate = PLANNER_EST_NONE,
 };

@@ -2,13 +2,15 @@
  * The planner driver shared by `autopar plan` and `autopar bench`: the
  * planner fills in its decisions, the driver everything every plan shares.
  */
+#include "driver.h"
+
+#include <math.h>
 #include <stdio.h>
 
+#include "plan/plan_check.h"
+#include "sim/sim.h"
 #include "util/clock.h"
 #include "util/err.h"
-#include "planner.h"
-#include "sim/sim.h"
-#include "plan/plan_check.h"
 
 /* Every planner's plan is simulated as it leaves the driver: its
  * prediction, and whether it fits the devices' memory as the simulator
@@ -49,6 +51,33 @@ static int predict(const struct planner *pl, const struct planner_input *input, 
 	}
 	sim_release(&s);
 	return rc;
+}
+
+/* The planner's estimate is what it declares (planner.h): a planner that
+ * breaks its declaration has a bug, which no user input can cause. */
+static int check_estimate(const struct planner *pl, const struct plan *p)
+{
+	double est = p->est_ms, sim = p->pred_iter_ms;
+
+	switch (pl->estimate) {
+	case PLANNER_EST_NONE:
+		if (isnan(est))
+			return AP_OK;
+		break;
+	case PLANNER_EST_SIM:
+		if (fabs(est - sim) <= 1e-9 * sim)
+			return AP_OK;
+		break;
+	case PLANNER_EST_MODEL:
+	case PLANNER_EST_OBJECTIVE:
+		if (isfinite(est) && est > 0)
+			return AP_OK;
+		break;
+	}
+	return ap_err(AP_EFAIL, pl->name, 0,
+		      "the planner's estimate (%.9g ms) breaks its declaration '%s' "
+		      "(planner.h) against the simulator's prediction of its plan (%.9g ms)",
+		      est, planner_estimate_name(pl->estimate), sim);
 }
 
 struct planner_input planner_input_of(const struct instance *x, double budget_s,
@@ -100,5 +129,7 @@ int planner_run(const struct planner *pl, const struct planner_input *input,
 	out->seed = input->seed;
 	out->per_device_batch = input->per_device_batch;
 	rc = plan_validate(out, input->g, input->c, pl->name);
-	return rc ? rc : predict(pl, input, out);
+	if (!rc)
+		rc = predict(pl, input, out);
+	return rc ? rc : check_estimate(pl, out);
 }

@@ -19,7 +19,10 @@
  * pipelines with PipeDream's weight stashing (then a pipeline's time is its
  * bottleneck stage or link, as PipeDream's planner counts it).  Instances
  * whose space exceeds EX_MAX_PLANS are refused, and so is a search that
- * runs past its budget: an oracle must be complete.
+ * runs past its budget: an oracle must be complete.  A plan that puts an
+ * operator whose weight is tied to another's (`tie=`, models/FORMAT.md)
+ * on other devices than its partner is not a plan (plan_validate()), and
+ * is skipped unsimulated.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -27,6 +30,7 @@
 
 #include "util/clock.h"
 #include "util/err.h"
+#include "algo/ties.h"
 #include "planner.h"
 #include "sim/sim.h"
 #include "model/ops.h"
@@ -47,6 +51,7 @@ struct ex {
 	double best_s;
 	int best_k, best_m, *best_cut, *best_cfg;
 	int64_t tried;
+	int tied;              /* the model ties weights (algo/ties.h) */
 	double deadline;
 	struct plan cand;
 };
@@ -107,6 +112,8 @@ static int evaluate(struct ex *ex)
 		}
 	}
 	rc = build(ex, ex->k, ex->m, ex->cut, ex->cfg, &ex->cand);
+	if (!rc && ex->tied && !ties_kept(&ex->cand, g))
+		return AP_OK;
 	if (!rc)
 		rc = sim_run(&ex->s, &ex->cand, NULL, &r);
 	if (rc)
@@ -233,6 +240,7 @@ static int plan_exhaustive(const struct planner_input *input, struct plan *out)
 	rc = sim_init(&ex.s, g, input->p, input->c);
 	if (rc)
 		goto out;
+	ex.tied = ties_any(g);
 	ex.deadline = now_s() + input->budget_s;
 	for (int k = 1; k <= ndev && k <= n && !rc; k++) {
 		if (ndev % k)
@@ -280,4 +288,6 @@ const struct planner planner_exhaustive = {
 		  "schedule of pipelines: 1F1B with flushes, or PipeDream's weight stashing" },
 		{ 0 },
 	},
+	.may_refuse = 1,
+	.estimate = PLANNER_EST_SIM,
 };

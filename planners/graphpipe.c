@@ -25,6 +25,13 @@
  * plan, but densenet121 and resnext50 on pipedream-a get plans about 2x
  * slower and resnet50 on flexflow-p100 16% slower).
  *
+ * Tied weights.  An operator that ties its weight to another's (`tie=`,
+ * models/FORMAT.md) must run on the same devices (plan_validate()); a
+ * stage runs all its operators on its own devices, so a stage holds both
+ * or neither: the search admits no stage that holds part of a tie group
+ * (eval() in graphpipe_search.c).  GPT-2's token embedding and output
+ * layer so share the stage of its whole body.
+ *
  * Partitioning (section 5.2, graphpipe_search.c).  For each micro-batch
  * count m, a binary search on the target time per sample T, each step a
  * dynamic program over the tree that partitions it into stages on the
@@ -225,6 +232,8 @@ static void gp_release(struct gp *gp)
 	free(gp->lc_ofs);
 	free(gp->lc);
 	free(gp->lastc);
+	free(gp->tie_lo);
+	free(gp->tie_hi);
 	free(gp->seen);
 	free(gp->cells);
 	free(gp->cand);
@@ -342,4 +351,5 @@ const struct planner planner_graphpipe = {
 		  "refuses such plans)" },
 		{ 0 },
 	},
+	.estimate = PLANNER_EST_MODEL,
 };

@@ -47,6 +47,9 @@ struct gp {
 	int *npar_pref, *nosplit_pref;
 	int *lc_ofs, *lc; /* positions whose last consumer is at q */
 	int *lastc;
+	/* per op, the first and last position of its tie group (ties_span(),
+	 * algo/ties.h); NULL when the model has no ties */
+	int *tie_lo, *tie_hi;
 	int *seen, seen_stamp;
 	const struct link *link; /* the link guess transfers are priced on */
 	double mem;

@@ -52,6 +52,7 @@
 
 #include "util/clock.h"
 #include "util/err.h"
+#include "algo/ties.h"
 #include "graphpipe_impl.h"
 #include "util/grow.h"
 #include "sim/sim.h"
@@ -157,6 +158,13 @@ static int prefixes(struct gp *gp)
 	for (int q = 0; q < n; q++)
 		if (gp->lastc[q] >= 0)
 			gp->lc[gp->lc_ofs[gp->lastc[q] + 1]++] = q;
+	if (ties_any(g)) {
+		gp->tie_lo = malloc((size_t)n * sizeof *gp->tie_lo);
+		gp->tie_hi = malloc((size_t)n * sizeof *gp->tie_hi);
+		if (!gp->tie_lo || !gp->tie_hi)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		ties_span(g, gp->sp.at, gp->tie_lo, gp->tie_hi);
+	}
 	return AP_OK;
 }
 
@@ -229,10 +237,12 @@ static double allreduce_s(const struct gp *gp, double P, int nparops, int d)
 
 /* A run of positions a..b-1 growing to the right, with the bytes (whole
  * batch) it receives from earlier positions and sends to later ones, each
- * producer counted once. */
+ * producer counted once, and the first and last position of the tie
+ * groups of its ops (with ties). */
 struct gp_run {
 	int a, b, stamp;
 	double in_b, out_b;
+	int tie_lo, tie_hi;
 };
 
 static void run_start(struct gp *gp, struct gp_run *r, int a)
@@ -240,6 +250,8 @@ static void run_start(struct gp *gp, struct gp_run *r, int a)
 	r->a = r->b = a;
 	r->in_b = r->out_b = 0;
 	r->stamp = ++gp->seen_stamp;
+	r->tie_lo = a;
+	r->tie_hi = a - 1;
 }
 
 static void run_extend(struct gp *gp, struct gp_run *r, int b)
@@ -249,6 +261,10 @@ static void run_extend(struct gp *gp, struct gp_run *r, int b)
 	for (; r->b < b; r->b++) {
 		int q = r->b, i = gp->sp.ord[q];
 
+		if (gp->tie_lo) {
+			r->tie_lo = gp->tie_lo[i] < r->tie_lo ? gp->tie_lo[i] : r->tie_lo;
+			r->tie_hi = gp->tie_hi[i] > r->tie_hi ? gp->tie_hi[i] : r->tie_hi;
+		}
 		for (int e = 0; e < g->ops[i].nin; e++) {
 			int u = g->ops[i].in[e];
 
@@ -266,8 +282,10 @@ static void run_extend(struct gp *gp, struct gp_run *r, int b)
 }
 
 /* The run as one stage on d devices (shard sidx of the micro-batch):
- * 0 feasible, 1 too slow or too big, 2 too slow or too big whatever its
- * transfers (the bound that stops growing the run). */
+ * 0 feasible, 1 too slow or too big, or holding part of a tie group
+ * that a longer run may complete, 2 too slow or too big whatever its
+ * transfers, or holding part of a tie group that begins before it (the
+ * bound that stops growing the run). */
 static int eval(struct gp *gp, const struct gp_run *r, int d, int sidx,
 		struct gp_eval *ev)
 {
@@ -282,6 +300,8 @@ static int eval(struct gp *gp, const struct gp_run *r, int d, int sidx,
 
 	if (d > 1 && gp->nosplit_pref[r->b] - gp->nosplit_pref[r->a] > 0)
 		return 2;
+	if (r->tie_lo < r->a)
+		return 2;
 	/* the all-reduces of later ops overlap the backward of earlier ones
 	 * (about two thirds of a micro-batch's compute) */
 	ev->ar = allreduce_s(gp, P, gp->npar_pref[r->b] - gp->npar_pref[r->a], d);
@@ -293,7 +313,8 @@ static int eval(struct gp *gp, const struct gp_run *r, int d, int sidx,
 	ev->t_mb = ev->t_mb > tout ? ev->t_mb : tout;
 	ev->lat = comp + 2 * tin;
 	if (ev->t_mb / (double)gp->mb + ev->ar / (double)gp->g->batch > gp->T ||
-	    (gp->mem > 0 && static_b + inflight * (act + r->in_b * frac) > gp->mem))
+	    (gp->mem > 0 && static_b + inflight * (act + r->in_b * frac) > gp->mem) ||
+	    r->tie_hi >= r->b)
 		return 1;
 	return 0;
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "sim/sim.h"
@@ -494,4 +495,6 @@ const struct planner planner_ilp = {
 		  "repeated layers choose their configurations independently" },
 		{ 0 },
 	},
+	.may_refuse = 1,
+	.estimate = PLANNER_EST_MODEL,
 };

@@ -15,7 +15,13 @@
  * the whole group on the stage's first device; a configuration that is no
  * better than another on every cost, memory and transfer term is dropped.
  * Repeated layers (a model's repeat blocks) may be tied to share their
- * configuration.
+ * configuration.  Tied weights are another matter: a group that holds an
+ * operator whose weight is tied to another's (`tie=`, models/FORMAT.md)
+ * must run on the same devices as the other's group (plan_validate()),
+ * that is, in the same stage on as many of its first devices (the same
+ * stage and the same ndev below); dominance compares its configurations
+ * only with those of as many devices, so that pruning keeps that
+ * possible.
  *
  * The model's objective for an assignment (ilp_inst_eval) is that of a
  * synchronous pipeline, one micro-batch's pass through every stage plus
@@ -78,6 +84,7 @@ struct ilp_group {
 	int ncfg;            /* candidates, including dropped ones (alias != self) */
 	struct ilp_cfg *cfg;
 	int tie;             /* an earlier group it repeats, or -1 */
+	int wtie;            /* it takes part in a tie of weights (above) */
 };
 
 struct ilp_edge {
@@ -107,7 +114,8 @@ void ilp_inst_release(struct ilp_inst *x);
 int ilp_cfg_live(const struct ilp_group *gr, int c);
 /* The model's objective in seconds of the assignment stage[g], cfg[g]
  * (live configurations); INFINITY when it breaks a constraint: stages out
- * of range or empty, an edge to an earlier stage, a tie, memory. */
+ * of range or empty, an edge to an earlier stage, a tie (of repeats or of
+ * weights), memory. */
 double ilp_inst_eval(const struct ilp_inst *x, const int *stage, const int *cfg);
 /* Writes the assignment as a plan (sized by plan_alloc already). */
 int ilp_inst_plan(const struct ilp_inst *x, const int *stage, const int *cfg,

@@ -303,6 +303,9 @@ static int dominates(const struct ilp_inst *x, int k, int a, int b)
 {
 	const struct ilp_cfg *ca = &x->grp[k].cfg[a], *cb = &x->grp[k].cfg[b];
 
+	/* a tie of weights may need b's device count (ilp.h) */
+	if (x->grp[k].wtie && ca->ndev != cb->ndev)
+		return 0;
 	if (ca->fwd_s > cb->fwd_s || ca->bwd_s > cb->bwd_s || ca->ar_s > cb->ar_s ||
 	    ca->upd_s > cb->upd_s || ca->param_bytes > cb->param_bytes ||
 	    ca->act_bytes > cb->act_bytes || ca->ws_bytes > cb->ws_bytes)
@@ -399,6 +402,9 @@ int ilp_inst_build(struct ilp_inst *x, const struct planner_input *input, int K,
 						 "micro-batches do not fit %d devices and a batch "
 						 "of %lld", K, m, ndev, (long long)g->batch);
 	st = make_groups(x);
+	for (int i = 0; i < g->nops && !st; i++)
+		if (g->ops[i].a.tie >= 0)
+			x->grp[x->group_of[i]].wtie = x->grp[x->group_of[g->ops[i].a.tie]].wtie = 1;
 	if (!st && x->ngroups < K)
 		st = quiet ? AP_EINPUT : ap_err(AP_EINPUT, "ilp", 0, "'%s' has %d groups of "
 						"operators, fewer than %d stages", g->name,
@@ -471,6 +477,16 @@ double ilp_inst_eval(const struct ilp_inst *x, const int *stage, const int *cfg)
 		if (cf->ar_s > 0)
 			S = fmax(S, ar - bwd);
 		bwd += cf->bwd_s;
+	}
+	/* tied weights: the same stage and as many of its first devices */
+	for (int i = 0; i < x->input->g->nops; i++) {
+		int j = x->input->g->ops[i].a.tie, u = x->group_of[i], v;
+
+		if (j < 0)
+			continue;
+		v = x->group_of[j];
+		if (stage[u] != stage[v] || x->grp[u].cfg[cfg[u]].ndev != x->grp[v].cfg[cfg[v]].ndev)
+			return INFINITY;
 	}
 	for (int e = 0; e < x->nedges; e++) {
 		const struct ilp_edge *ed = &x->edge[e];

@@ -394,6 +394,35 @@ static int group_rows(struct rows *r, const struct sub *sb)
 	return st;
 }
 
+/* Tied weights (ilp.h): the groups of a tied pair in the same stage on
+ * as many devices, a row per stage and device count: the x of u's
+ * configurations of that count in that stage sum to those of v's. */
+static int tie_rows(struct rows *r, const struct sub *sb)
+{
+	const struct ilp_inst *x = &sb->x;
+	const struct graph *g = x->input->g;
+	int st = AP_OK;
+
+	for (int i = 0; i < g->nops && !st; i++) {
+		int u = x->group_of[i], v = g->ops[i].a.tie >= 0 ? x->group_of[g->ops[i].a.tie] : u;
+
+		for (int s = 0; s < x->K && u != v && !st; s++)
+			/* a configuration runs whole on one device or on
+			 * every device of its stage (ilp.h) */
+			for (int n = 1; n <= x->per && !st; n = n < x->per ? x->per : n + 1) {
+				for (int c = 0; c < x->grp[u].ncfg; c++)
+					if (LIVE(sb, u, c) && x->grp[u].cfg[c].ndev == n)
+						term(r, xcol(sb, u, s, c), 1);
+				for (int c = 0; c < x->grp[v].ncfg; c++)
+					if (LIVE(sb, v, c) && x->grp[v].cfg[c].ndev == n)
+						term(r, xcol(sb, v, s, c), -1);
+				if (r->ntouched)
+					st = row_end(r, GLP_FX, 0, 0);
+			}
+	}
+	return st;
+}
+
 int ilp_build_program(struct sub *sb)
 {
 	struct rows r = { 0 };
@@ -414,6 +443,8 @@ int ilp_build_program(struct sub *sb)
 		st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	if (!st)
 		st = group_rows(&r, sb);
+	if (!st)
+		st = tie_rows(&r, sb);
 	for (int e = 0; e < sb->x.nedges && !st; e++)
 		st = edge_rows(&r, sb, e);
 	if (!st)

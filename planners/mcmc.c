@@ -24,6 +24,16 @@
  * plan and in the simulator (sim_undo()), which restores its layout and
  * task times.
  *
+ * Tied weights.  An operator that ties its weight to another's (`tie=`,
+ * models/FORMAT.md) holds the same tensor, so the two run on the same
+ * set of devices (plan_validate()).  A proposal that changes one op of a
+ * tie group changes the others with it (follow_ties()): each that is not
+ * on the op's new devices already takes a random configuration of its
+ * own space with as many devices, on those devices; where one has none
+ * the proposal is rejected unsimulated.  The changed ops go to the
+ * delta simulation together.  Starting plans are made to keep the ties
+ * the same way (align_ties()).
+ *
  * Chains start from `dp`, `owt` and then random plans (section 6.2 uses
  * data parallelism, an expert strategy and random ones), `chains` of them
  * with an equal share of the budget each.  A chain stops when its share
@@ -49,6 +59,8 @@
 
 #include "util/clock.h"
 #include "util/err.h"
+#include "algo/ties.h"
+#include "driver.h"
 #include "planner.h"
 #include "sim/sim.h"
 #include "plan/plan_build.h"
@@ -75,6 +87,10 @@ struct mcmc {
 	int64_t proposals, accepted;
 	double t0, prop_s;       /* search start; seconds inside the chains' loops */
 	int *devs, *old_devs;
+	/* tie groups (ties_ring()), NULL when the model has none; the ops a
+	 * proposal changed (chg[0], the one drawn) and the degrees and
+	 * devices the others had (follow_ties()) */
+	int *ring, *chg, (*tie_deg)[NDIMS], *tie_devs;
 };
 
 static uint64_t next_rand(struct mcmc *mc)
@@ -187,6 +203,102 @@ static int random_config(struct mcmc *mc, struct plan *p, int i)
 	return plan_place(p, i, 0, mc->cfg[k], mc->devs);
 }
 
+/* Whether ops a and b run on the same set of devices. */
+static int same_devices(const struct plan_op *a, const struct plan_op *b)
+{
+	int same = a->ndev == b->ndev;
+
+	for (int k = 0; k < a->ndev && same; k++) {
+		same = 0;
+		for (int l = 0; l < b->ndev && !same; l++)
+			same = a->devices[k] == b->devices[l];
+	}
+	return same;
+}
+
+/* Puts op j of p on op i's devices with a random configuration of j's
+ * space on that many; *ok 0 (and j unchanged) when it has none. */
+static int place_like(struct mcmc *mc, struct plan *p, int j, int i, int *ok)
+{
+	int a = mc->cfg_ofs[j], b = mc->cfg_ofs[j + 1], nd = p->ops[i].ndev, n = 0, nb, k;
+
+	for (k = a; k < b; k++)
+		n += cfg_devices(mc, k, &nb) == nd;
+	*ok = n > 0;
+	if (!n)
+		return AP_OK;
+	n = rand_below(mc, n);
+	for (k = a; cfg_devices(mc, k, &nb) != nd || n-- > 0; k++)
+		;
+	return plan_place(p, j, 0, mc->cfg[k], p->ops[i].devices);
+}
+
+/* Puts the ops chg[1..n) of p back as follow_ties() found them. */
+static int put_back(struct mcmc *mc, struct plan *p, int n)
+{
+	int st = AP_OK;
+
+	for (int k = 1; k < n && !st; k++)
+		st = plan_place(p, mc->chg[k], 0, mc->tie_deg[k],
+				mc->tie_devs + (size_t)k * mc->ndev);
+	return st;
+}
+
+/* Op i of p has changed: every other op of its tie group goes onto its
+ * devices (the top comment), listed in chg after i with what it had.
+ * *n: the ops changed, i included, or 0 when one cannot follow (the
+ * others are put back then; i is the caller's). */
+static int follow_ties(struct mcmc *mc, struct plan *p, int i, int *n)
+{
+	int st = AP_OK, ok = 1;
+
+	*n = 1;
+	mc->chg[0] = i;
+	for (int j = mc->ring[i]; j != i && ok && !st; j = mc->ring[j]) {
+		if (same_devices(&p->ops[i], &p->ops[j]))
+			continue;
+		memcpy(mc->tie_deg[*n], p->ops[j].degree, sizeof mc->tie_deg[0]);
+		memcpy(mc->tie_devs + (size_t)*n * mc->ndev, p->ops[j].devices,
+		       (size_t)p->ops[j].ndev * sizeof(int));
+		mc->chg[(*n)++] = j;
+		st = place_like(mc, p, j, i, &ok);
+	}
+	if (!st && !ok) {
+		st = put_back(mc, p, *n);
+		*n = 0;
+	}
+	return st;
+}
+
+/* A starting plan keeps the ties: the others of each tie group follow its
+ * first op, and where one cannot, the whole group runs unsplit on that
+ * op's first device (every op's space has the unsplit configuration). */
+static int align_ties(struct mcmc *mc, struct plan *p)
+{
+	static const int one[NDIMS] = { 1, 1, 1, 1, 1 };
+	int st = AP_OK, n;
+
+	for (int i = 0; i < p->nops && !st; i++) {
+		int first = mc->ring[i] != i;
+
+		/* once per group, from its first op */
+		for (int j = mc->ring[i]; j != i && first; j = mc->ring[j])
+			first = j > i;
+		if (!first)
+			continue;
+		st = follow_ties(mc, p, i, &n);
+		if (st || n)
+			continue;
+		mc->devs[0] = p->ops[i].devices[0];
+		for (int j = mc->ring[i]; !st; j = mc->ring[j]) {
+			st = plan_place(p, j, 0, one, mc->devs);
+			if (j == i)
+				break;
+		}
+	}
+	return st;
+}
+
 /* dst takes src's configurations (both one stage over all devices). */
 static int copy_configs(struct plan *dst, const struct plan *src)
 {
@@ -250,13 +362,24 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 		old_n = mc->cur.ops[i].ndev;
 		memcpy(mc->old_devs, mc->cur.ops[i].devices, (size_t)old_n * sizeof(int));
 		{
-			int old_deg[NDIMS];
+			int old_deg[NDIMS], nchg = 1;
 
 			memcpy(old_deg, mc->cur.ops[i].degree, sizeof old_deg);
 			st = random_config(mc, &mc->cur, i);
+			if (!st && mc->ring && mc->ring[i] != i)
+				st = follow_ties(mc, &mc->cur, i, &nchg);
+			if (!st && !nchg) {
+				/* a tied op cannot follow: rejected */
+				mc->proposals++;
+				st = plan_place(&mc->cur, i, 0, old_deg, mc->old_devs);
+				if (st)
+					return st;
+				continue;
+			}
 			if (!st)
 				st = mc->full ? sim_run(&mc->s, &mc->cur, &lean, &r)
-					      : sim_delta(&mc->s, &mc->cur, &i, 1, &r);
+					      : sim_delta(&mc->s, &mc->cur, nchg > 1 ? mc->chg : &i,
+							  nchg, &r);
 			if (st)
 				return st;
 			mc->proposals++;
@@ -269,6 +392,8 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 							      mc->unit_s);
 			if (!accept) {
 				st = plan_place(&mc->cur, i, 0, old_deg, mc->old_devs);
+				if (!st && nchg > 1)
+					st = put_back(mc, &mc->cur, nchg);
 				if (st)
 					return st;
 				if (!mc->full)
@@ -304,6 +429,8 @@ static int start_plan(struct mcmc *mc, const char *name, struct plan *p)
 		st = random_config(mc, &tmp, i);
 	if (!st)
 		st = copy_configs(p, &tmp);
+	if (!st && mc->ring)
+		st = align_ties(mc, p);
 	plan_release(&tmp);
 	return st;
 }
@@ -340,6 +467,15 @@ static int plan_mcmc(const struct planner_input *input, struct plan *out)
 	st = !mc.devs || !mc.old_devs ? ap_err(AP_EFAIL, NULL, 0, "out of memory") : AP_OK;
 	if (!st)
 		st = build_space(&mc);
+	if (!st && ties_any(input->g)) {
+		st = ties_ring(input->g, &mc.ring);
+		mc.chg = malloc(((size_t)input->g->nops + 1) * sizeof *mc.chg);
+		mc.tie_deg = malloc(((size_t)input->g->nops + 1) * sizeof *mc.tie_deg);
+		mc.tie_devs = malloc(((size_t)input->g->nops + 1) * (size_t)mc.ndev *
+				     sizeof *mc.tie_devs);
+		if (!st && (!mc.chg || !mc.tie_deg || !mc.tie_devs))
+			st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
 	if (!st)
 		st = one_stage_plan(&mc, &mc.cur);
 	if (!st)
@@ -384,6 +520,10 @@ static int plan_mcmc(const struct planner_input *input, struct plan *out)
 	free(mc.old_devs);
 	free(mc.cfg_ofs);
 	free(mc.cfg);
+	free(mc.ring);
+	free(mc.chg);
+	free(mc.tie_deg);
+	free(mc.tie_devs);
 	return st;
 }
 
@@ -401,4 +541,5 @@ const struct planner planner_mcmc = {
 		  "simulate every proposal in full, not by delta (to measure it)" },
 		{ 0 },
 	},
+	.estimate = PLANNER_EST_SIM,
 };

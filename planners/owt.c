@@ -10,9 +10,15 @@
  *
  * Here: every linear layer, and every element-wise op fed by one, is split
  * along its features (c) over the largest divisor of its width not above
- * the device count; everything else is data parallel as in `dp`.
+ * the device count; everything else is data parallel as in `dp`.  A layer
+ * that ties its weight to another's (GPT-2's output layer to the token
+ * embedding, `tie=` in models/FORMAT.md) holds the same table, which
+ * must sit on the same devices (plan_validate()): it takes its partner's
+ * placement, degrees and devices, so it runs data parallel as the
+ * embedding does.
  */
 #include "planner.h"
+#include "util/intmath.h"
 #include "model/ops.h"
 #include "plan/plan_build.h"
 
@@ -27,6 +33,14 @@ static int plan_owt(const struct planner_input *input, struct plan *out)
 		const struct op *op = &g->ops[i];
 		int deg[NDIMS] = { ndp, 1, 1, 1, 1 };
 
+		if (op->a.tie >= 0 && op->a.tie < i) {
+			/* the partner, placed already (a tie names an earlier
+			 * op), keeps the weight where it is */
+			const struct plan_op *t = &out->ops[op->a.tie];
+
+			rc = plan_place(out, i, t->stage, t->degree, t->devices);
+			continue;
+		}
 		if (op->kind == OP_LINEAR && (op->split_mask & (1u << DIM_C))) {
 			deg[DIM_N] = 1;
 			deg[DIM_C] = (int)largest_divisor(shape_size(&op->out, DIM_C), ndev);
@@ -49,4 +63,5 @@ const struct planner planner_owt = {
 	.description = "data-parallel convolutions, model-parallel fully-connected layers",
 	.follows = "Krizhevsky, arXiv 1404.5997",
 	.plan = plan_owt,
+	.estimate = PLANNER_EST_NONE,
 };

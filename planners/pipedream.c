@@ -56,6 +56,17 @@
  * peak fits by a wide margin (resnet50 on pipedream-a: 4x slower).  The
  * simulated peak memory of the emitted plan is checked as for every
  * schedule (choose_microbatches()).
+ *
+ * Tied weights.  An operator that ties its weight to another's must run
+ * on the same devices (plan_validate()), so no stage boundary falls
+ * between the two: they share a unit (pipedream_cost.c), and so a stage,
+ * whatever its replicas.  Where that took cuts away (GPT-2's embedding
+ * and output layer leave its body one unit), a straight pipeline may no
+ * longer have a stage for every device, so `straight` (and async-predict)
+ * also admits the whole model as one stage on every device: data
+ * parallelism, no pipeline stage, which the plan runs synchronously
+ * under 1F1B whatever the schedule (as every plan of one stage); the DP
+ * takes it where it beats the straight pipelines left.
  */
 #include <limits.h>
 #include <math.h>
@@ -138,11 +149,14 @@ static int solve_level(struct pd *pd, int l, int amax)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (size_t i = 0; i < size; i++)
 		set_cell(L, i, INFINITY, -1, 0, 0);
-	/* one stage of j replicas */
-	for (int j = 1; j <= (pd->straight ? 1 : M); j++)
+	/* one stage of j replicas; under `straight` only the whole model,
+	 * data parallelism, and only where a tie took cuts away (the top
+	 * comment) */
+	for (int j = 1; j <= (pd->straight && !pd->tied ? 1 : M); j++)
 		for (int a = 0; a < amax; a++)
 			for (int b = a + 1; b <= n; b++)
-				if (pd_admissible(pd, l, a, b) &&
+				if ((!pd->straight || j == 1 || (a == 0 && b == n)) &&
+				    pd_admissible(pd, l, a, b) &&
 				    pd_fits(pd, l, a, b, (M - 1) / j)) {
 					int rep;
 					double t = pd_stage_time(pd, l, a, b, j, 0, &rep);
@@ -537,4 +551,5 @@ const struct planner planner_pipedream = {
 		  "at most this many units (adjacent ones merged, least compute first)" },
 		{ 0 },
 	},
+	.estimate = PLANNER_EST_MODEL,
 };

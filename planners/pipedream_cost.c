@@ -16,7 +16,13 @@
  * (merging the units on its sides), and among equally wide cuts the one
  * between the two units with the least compute; chains keep every cut up
  * to the limit, ResNets keep their block boundaries longest, and the
- * search time stays bounded.  Per unit: forward plus backward time of one
+ * search time stays bounded.  Tied weights: an operator that ties its
+ * weight to another's (`tie=`, models/FORMAT.md) must run on its
+ * partner's devices (plan_validate()), so no cut falls between the two:
+ * the positions from the first of a tie group to its last are one unit
+ * (GPT-2's token embedding and output layer make its whole body one unit,
+ * so its plans are data parallelism, with at most the loss after it as a
+ * stage of its own).  Per unit: forward plus backward time of one
  * minibatch (cost_op(), the simulator's lookup, with its rule that an
  * input has no backward; imported operators keep their measured times),
  * parameter bytes (cost_param_bytes(), the rule plan validation
@@ -90,6 +96,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "algo/ties.h"
 #include "pipedream_impl.h"
 #include "sim/sim.h"
 #include "plan/plan_check.h"
@@ -173,7 +180,7 @@ int pd_build_units(struct pd *pd)
 	const struct graph *g = pd->input->g;
 	int N = pd->nops, *cofs = NULL, *cons = NULL, *pos, *cut, *width, *cw;
 	double *t, *w, *act, *xb, *ut;
-	char *placed;
+	char *placed, *keep;
 	int rc = graph_consumers(g, &cofs, &cons);
 
 	if (rc)
@@ -183,16 +190,21 @@ int pd_build_units(struct pd *pd)
 	width = calloc((size_t)N + 2, sizeof *width);
 	cw = calloc((size_t)N + 2, sizeof *cw);
 	placed = calloc((size_t)N + 1, 1);
+	keep = malloc((size_t)N + 1);
 	t = calloc((size_t)N + 1, sizeof *t);
 	w = calloc((size_t)N + 1, sizeof *w);
 	act = calloc((size_t)N + 1, sizeof *act);
 	xb = calloc((size_t)N + 2, sizeof *xb);
 	ut = calloc((size_t)N + 1, sizeof *ut);
-	if (!pos || !cut || !width || !cw || !placed || !t || !w || !act || !xb || !ut) {
+	if (!pos || !cut || !width || !cw || !placed || !keep || !t || !w || !act || !xb ||
+	    !ut) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
 	unit_order(pd, cofs, placed);
+	memset(keep, 1, (size_t)N + 1);
+	if (ties_any(g) && (rc = ties_cuts(g, pd->order, keep)))
+		goto out;
 	for (int k = 0; k < N; k++)
 		pos[pd->order[k]] = k;
 	/* Tensors crossing the cut before position s: op u at position p
@@ -218,12 +230,16 @@ int pd_build_units(struct pd *pd)
 		goto out;
 	/* One unit per operator, except that an input stays with the
 	 * operator after it, its first consumer: as in the reference, which
-	 * drops the inputs, they are never a stage of their own.  Then the
+	 * drops the inputs, they are never a stage of their own; nor is a
+	 * cut made between tied operators (the top comment).  Then the
 	 * branches are collapsed. */
 	pd->n = 0;
 	for (int k = 0; k < N; k++) {
-		if (k == 0 || g->ops[pd->order[k - 1]].nin > 0 ||
-		    cofs[pd->order[k - 1] + 1] == cofs[pd->order[k - 1]]) {
+		int cuts = k == 0 || g->ops[pd->order[k - 1]].nin > 0 ||
+			   cofs[pd->order[k - 1] + 1] == cofs[pd->order[k - 1]];
+
+		pd->tied |= cuts && !keep[k];
+		if (cuts && keep[k]) {
 			cut[pd->n] = k;
 			cw[pd->n] = width[k];
 			ut[pd->n++] = 0;
@@ -261,6 +277,7 @@ out:
 	free(width);
 	free(cw);
 	free(placed);
+	free(keep);
 	free(t);
 	free(w);
 	free(act);

@@ -39,6 +39,9 @@ struct pd {
 	 * round (sync_share()). */
 	int flush;
 	int straight, fewer, paper, placed, memory, max_units;
+	/* A tie (algo/ties.h) took away a cut the units would have had:
+	 * `straight` then also admits data parallelism (pipedream.c) */
+	int tied;
 	int *devs;              /* scratch: a replica group's devices */
 	int predict; /* schedule=async-predict */
 	double ratio; /* activation compression; 0: transfers not charged */

@@ -41,6 +41,14 @@
  * y) over N micro-batches; the operators of a layer whose configuration
  * is "activation recomp" recompute (plan.h).  planner_est_ms is N times
  * the TPS.
+ *
+ * Tied weights.  Layers whose operators tie their weights to one
+ * another's (`tie=`, models/FORMAT.md: GPT-2's output layer and token
+ * embedding) hold one tensor, which must sit on the same devices
+ * (plan_validate()).  A stage runs all its layers on its own devices,
+ * every operator alike, its round-robin replicas included, so the DP
+ * (piper_solve_tied()) makes only stages that hold both layers or
+ * neither: it visits only the upsets that hold both or neither.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -49,6 +57,7 @@
 
 #include "util/err.h"
 #include "algo/piper_dp.h"
+#include "algo/ties.h"
 #include "planner.h"
 #include "sim/sim.h"
 #include "model/ops.h"
@@ -396,6 +405,67 @@ static int emit(const struct graph *g, const struct piper_inst *pi,
 	return rc;
 }
 
+/* Tied weights: the layers gid[] (ng of them) whose operators tie
+ * their weights to one another's must share a stage (the top comment),
+ * as groups for piper_solve_tied(): *tie, the next layer of each one's
+ * group in a cycle, or NULL when the model has no ties. */
+static int layer_ties(const struct graph *g, const int *gid, int ng, int **tie)
+{
+	int *up, *last;
+
+	*tie = NULL;
+	if (!ties_any(g))
+		return AP_OK;
+	up = malloc(((size_t)ng + 1) * sizeof *up);
+	last = malloc(((size_t)ng + 1) * sizeof *last);
+	*tie = malloc(((size_t)ng + 1) * sizeof **tie);
+	if (!up || !last || !*tie) {
+		free(up);
+		free(last);
+		free(*tie);
+		*tie = NULL;
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (int v = 0; v < ng; v++) {
+		up[v] = v;
+		last[v] = -1;
+		(*tie)[v] = v;
+	}
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].a.tie >= 0) {
+			int a = find_root(up, gid[i]), b = find_root(up, gid[g->ops[i].a.tie]);
+
+			up[a > b ? a : b] = a < b ? a : b;
+		}
+	/* each group's layers in order, the last back to its root, the
+	 * first */
+	for (int v = 0; v < ng; v++) {
+		int r = find_root(up, v);
+
+		if (last[r] >= 0)
+			(*tie)[last[r]] = v;
+		last[r] = v;
+	}
+	for (int v = 0; v < ng; v++)
+		if (find_root(up, v) == v)
+			(*tie)[last[v]] = v;
+	free(up);
+	free(last);
+	return AP_OK;
+}
+
+/* piper_solve() with the layers' ties. */
+static int solve(const struct planner_input *input, const int *gid, const struct piper_inst *pi,
+		 double budget_s, struct piper_result *r)
+{
+	int *tie, rc = layer_ties(input->g, gid, pi->nnodes, &tie);
+
+	if (!rc)
+		rc = piper_solve_tied(pi, tie, planner_int(input, "max-ideals"), budget_s, r);
+	free(tie);
+	return rc;
+}
+
 /* Piper on a model that is not a Piper input, for N micro-batches: its
  * layers gid[], its instance and the DP's result; budget_s 0 for none. */
 static int solve_own(const struct planner_input *input, int N, double budget_s, int *gid,
@@ -406,7 +476,7 @@ static int solve_own(const struct planner_input *input, int N, double budget_s, 
 	if (!rc)
 		rc = build(input, N, gid, ng, pi);
 	if (!rc)
-		rc = piper_solve(pi, planner_int(input, "max-ideals"), budget_s, r);
+		rc = solve(input, gid, pi, budget_s, r);
 	return rc;
 }
 
@@ -509,7 +579,7 @@ static int plan_piper(const struct planner_input *input, struct plan *out)
 		rc = input_inst(input, &pi);
 		N = pi.mbs;
 		if (!rc)
-			rc = piper_solve(&pi, planner_int(input, "max-ideals"), input->budget_s, &r);
+			rc = solve(input, gid, &pi, input->budget_s, &r);
 		pairs = r.pairs;
 	} else {
 		rc = solve_best(input, gid, &N, &pi, &r, &pairs);
@@ -562,4 +632,6 @@ const struct planner planner_piper = {
 		  "refuse a DAG with more upsets (Piper's own limit)" },
 		{ 0 },
 	},
+	.may_refuse = 1,
+	.estimate = PLANNER_EST_OBJECTIVE,
 };

@@ -1,11 +1,30 @@
 /*
- * The planner interface.  A planner is one file that fills a
- * `const struct planner` with designated initialisers and is listed once in
- * registry.c.  It reads its inputs const, allocates nothing global, respects
- * its time budget, is deterministic for a given seed, and returns a plan or
- * a clear reason (ap_err) why none exists.  The driver (`autopar plan`,
- * `autopar bench`) owns the plan and fills in what every plan shares: the
- * model, cluster, profile and planner names, the search time and seed.
+ * The planner interface (docs/adding-a-planner.md).  A planner is one file
+ * that fills a `const struct planner` with designated initialisers and is
+ * listed once in registry.c; the driver (driver.h: `autopar plan`,
+ * `autopar bench`) owns the plan, runs the planner and fills in what every
+ * plan shares: the model, cluster, profile and planner names, the search
+ * time and seed, the validation and the simulator's prediction.
+ *
+ * The contract.  A planner
+ *  - reads its inputs const, allocates nothing global, respects its time
+ *    budget and is deterministic for a given seed;
+ *  - prices work with the cost model (cost/cost.h: operators, transfers,
+ *    resharding, all-reduces, the optimizer step, the memory a placement
+ *    keeps), the terms the simulator schedules, or with the simulator
+ *    itself (sim/sim.h);
+ *  - returns a plan that passes plan_validate() (plan/plan_check.h): among
+ *    its rules, an op that ties its weight to another (tie=) runs on the
+ *    same devices as that op.  The driver validates every plan and refuses
+ *    one that breaks a rule, naming it;
+ *  - or returns AP_EINPUT with the reason (ap_err()).  Any planner may say
+ *    that nothing it considers fits the devices' memory; refusing an
+ *    instance for its size or the search's budget is allowed only to a
+ *    planner that declares `may_refuse` (tests/test_planners.c holds every
+ *    other to planning every instance of its matrix);
+ *  - reports an estimate of the iteration as it declares in `estimate`,
+ *    which the driver checks against the simulator's prediction of the
+ *    plan (driver.c).
  */
 #ifndef AUTOPAR_PLANNER_H
 #define AUTOPAR_PLANNER_H
@@ -15,7 +34,6 @@
 
 #include "hw/cluster.h"
 #include "model/graph.h"
-#include "plan/instance.h"
 #include "plan/plan.h"
 #include "hw/profile.h"
 
@@ -65,6 +83,27 @@ struct planner_input {
 	const struct planner *planner;
 };
 
+/* What a planner's own estimate of the iteration (plan.est_ms, the
+ * plan's "planner_est_ms") is; the driver checks it against the
+ * simulator's prediction of the plan the planner emits. */
+enum planner_estimate {
+	/* none: est_ms stays NAN */
+	PLANNER_EST_NONE,
+	/* the simulator's own prediction of the plan it emits (it ranks
+	 * candidates by simulating them): equal to the driver's prediction
+	 * within a relative 1e-9 */
+	PLANNER_EST_SIM,
+	/* its own model of the iteration from the cost model's terms,
+	 * simplified where its file says: within 5% of the simulation
+	 * where none of those simplifications applies
+	 * (tests/test_estimates.c names the instances); finite and positive */
+	PLANNER_EST_MODEL,
+	/* the objective of its paper, not the iteration time of this plan
+	 * (piper: the micro-batches times the slowest stage's time per
+	 * sample); finite and positive */
+	PLANNER_EST_OBJECTIVE,
+};
+
 struct planner {
 	const char *name;
 	const char *description; /* one line */
@@ -72,23 +111,26 @@ struct planner {
 	/* Fills stages, ops, schedule and micro-batches of out, which the
 	 * driver has sized for one stage (plan_alloc(out, input->g, 1), every
 	 * op on device 0); a planner of several stages sizes it again with
-	 * plan_alloc(out, input->g, n) and builds it with plan.h's plan_stage(),
-	 * plan_link()/plan_chain(), plan_place_range()/plan_place() and
-	 * plan_schedule().  Costs come from sim.h's cost_op(), the
-	 * simulator's own lookup, and whole plans from sim_run(). */
+	 * plan_alloc(out, input->g, n) and builds it with plan_build.h's
+	 * plan_stage(), plan_link()/plan_chain(), plan_place()/
+	 * plan_place_range() and plan_schedule(). */
 	int (*plan)(const struct planner_input *input, struct plan *out);
 	const struct planner_option *options; /* ended by a NULL name; may be NULL */
+	/* The contract (the top of this file): whether it may refuse an
+	 * instance for its size or its budget, and what its estimate is. */
+	int may_refuse;
+	enum planner_estimate estimate;
 };
 
-/* The input of a search on instance x (its graph, profile, cluster and
- * per-device batch), with budget, seed and options (NULL: the defaults). */
-struct planner_input planner_input_of(const struct instance *x, double budget_s,
-				      uint64_t seed, const struct planner_opts *opts);
-
+/* The registry (registry.c): every planner, in the order `autopar
+ * planners` lists them, and the one named name (NULL when none). */
 extern const struct planner *const planners[];
 extern const int nplanners;
 
 const struct planner *planner_find(const char *name);
+const char *planner_estimate_name(enum planner_estimate e);
+
+/* The options (options.c). */
 
 /* "NAME[:OPT[=VALUE][,OPT[=VALUE]...]]": the planner and its options,
  * checked against its table; where names the source in messages. */
@@ -110,27 +152,5 @@ int planner_flag(const struct planner_input *input, const char *name);
 int planner_int(const struct planner_input *input, const char *name);
 double planner_real(const struct planner_input *input, const char *name);
 const char *planner_choice(const struct planner_input *input, const char *name);
-
-/* The driver: sizes out for input->g, completes input->opts with pl's defaults,
- * runs pl timed, records the names of the inputs (profile_name is the
- * profile's name as the user gave it), the planner's spec, seed and
- * search time and the per-device batch, validates the plan and simulates
- * it, filling its prediction: a plan that does not fit the devices'
- * memory (the simulator's peak: weights, optimizer state, stashed
- * versions, activations in flight) is marked (pred_fits 0) and reported
- * as a warning with the numbers, whichever planner made it. */
-int planner_run(const struct planner *pl, const struct planner_input *input,
-		const char *profile_name, struct plan *out);
-/* The planner alone, as a planner or test that starts from another's plan
- * calls it: out sized for one stage, in's options (NULL: the defaults)
- * completed; no timing, names, validation or prediction. */
-int planner_call(const struct planner *pl, const struct planner_input *input,
-		 struct plan *out);
-
-/* Helpers every planner may use. */
-
-/* Largest divisor of n that is at most cap (at least 1). */
-int64_t largest_divisor(int64_t n, int64_t cap);
-
 
 #endif

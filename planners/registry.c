@@ -1,6 +1,6 @@
 /*
  * The list of planners: adding a planner is adding its file and one line
- * here.  Also the small helpers planner.h offers every planner.
+ * here.
  */
 #include <string.h>
 
@@ -35,11 +35,15 @@ const struct planner *planner_find(const char *name)
 	return NULL;
 }
 
-int64_t largest_divisor(int64_t n, int64_t cap)
-{
-	for (int64_t d = cap < n ? cap : n; d > 1; d--)
-		if (n % d == 0)
-			return d;
-	return 1;
-}
+static const char *const estimate_names[] = {
+	[PLANNER_EST_NONE] = "none",
+	[PLANNER_EST_SIM] = "simulated",
+	[PLANNER_EST_MODEL] = "model",
+	[PLANNER_EST_OBJECTIVE] = "objective",
+};
 
+const char *planner_estimate_name(enum planner_estimate e)
+{
+	return (unsigned)e < sizeof estimate_names / sizeof estimate_names[0] ? estimate_names[e]
+									       : "?";
+}

@@ -20,4 +20,5 @@ const struct planner planner_single = {
 	.description = "everything on one device",
 	.follows = "baseline",
 	.plan = plan_single,
+	.estimate = PLANNER_EST_NONE,
 };

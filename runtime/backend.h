@@ -1,5 +1,5 @@
 /*
- * The backend table of the runtime (DESIGN section 7): everything that
+ * The backend table of the runtime (docs/runtime.md#backends): everything that
  * touches a device's memory and arithmetic, as function pointers, so the
  * executor (exec.c) runs the same task list on any backend.  A backend
  * fills one `struct backend`: an entry per operator kind (forward,

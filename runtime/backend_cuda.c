@@ -1,5 +1,6 @@
 /*
- * The CUDA backend (DESIGN section 7): cuDNN convolution and pooling
+ * The CUDA backend (docs/runtime.md#backends; built only with CUDA and
+ * cuDNN, docs/architecture.md#dependencies): cuDNN convolution and pooling
  * (cuda_conv.cu), cuBLAS GEMM and batched matmul (cuda_dense.cu),
  * attention from cuBLAS products and own softmax (cuda_attn.cu), own
  * kernels for the rest (cuda_elem.cu, cuda_norm.cu), the device context
@@ -14,6 +15,7 @@
  */
 #include "cuda_kern.h"
 #include "cuda_load.h"
+#include "transport_nccl.h"
 
 static const struct backend backend = {
 	.name = "cuda",

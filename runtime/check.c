@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "transport_self.h"
 #include "watch.h"
 #include "plan/sched.h"
 #include "plan/plan_build.h"

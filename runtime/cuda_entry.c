@@ -17,6 +17,7 @@
 #include "cuda_load.h"
 #include "util/err.h"
 #include "gpu.h"
+#include "transport_nccl.h"
 
 #define NO_NCCL "not built with NCCL (expected nvcc, cuDNN and nccl.h under CUDA_HOME at build time)"
 

@@ -5,7 +5,7 @@
  * touches no GPU does not pay for loading the CUDA runtime, cuBLAS, cuDNN
  * and NCCL (their initialisers take 0.1 to 2 s).  The object fills one
  * table, struct cuda_plugin; the binary keeps the entry points of gpu.h,
- * backend_cuda (backend.h), transport_nccl_* (transport.h) and comm_bench
+ * backend_cuda (backend.h), transport_nccl_* (transport_nccl.h) and comm_bench
  * (comm_bench.h) in cuda_entry.c, which load the object the first time
  * they need it (cuda_load.c) and forward to its table.  A build without
  * CUDA links cuda_stub.c instead of cuda_load.c: its cuda_load() answers
@@ -44,7 +44,7 @@ struct cuda_plugin {
 	const struct backend *backend;
 	/* as gpu.h's gpu_properties */
 	int (*gpu_properties)(int dev, char *name, size_t len, long long *mem_bytes);
-	/* as transport.h's and comm_bench.h's; NULL in a build without NCCL */
+	/* as transport_nccl.h's and comm_bench.h's; NULL in a build without NCCL */
 	int (*transport_nccl_init)(struct transport *t, struct transport *inner,
 				   const struct backend *be);
 	int (*comm_bench)(int ndev, int64_t max_bytes, struct comm_row **rows, int *n);

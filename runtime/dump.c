@@ -12,6 +12,7 @@
 #include "util/datadir.h"
 #include "util/err.h"
 #include "region.h"
+#include "transport_self.h"
 
 /* What goes into the file: per op, its input batch or labels (data[i]),
  * its initial parameters and their gradients. */

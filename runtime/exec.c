@@ -18,7 +18,7 @@
  * stage's gradients after the step's items, in op order on every member.
  * The earliest unfinished task therefore always has what it waits for.
  */
-#include "exec_impl.h"
+#include "exec.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -27,6 +27,9 @@
 
 #include "util/clock.h"
 #include "util/err.h"
+#include "exec_impl.h"
+#include "exec_layout.h"
+#include "exec_order.h"
 #include "params.h"
 #include "model/ops.h"
 #include "plan/sched.h"

@@ -48,6 +48,11 @@
  * all-reduce among tasks earlier in the global order (exec.c).  r must
  * divide m there, and async-predict does not run replicas
  * (exec_supported()).
+ *
+ * This header is exec.c's interface.  Which plans the runtime can run is
+ * exec_support.h's, the ranks a plan needs and where its shards run
+ * exec_layout.h's, the order of a rank's stage transfers exec_order.h's;
+ * what the executor's files share inside is exec_impl.h.
  */
 #ifndef AUTOPAR_EXEC_H
 #define AUTOPAR_EXEC_H
@@ -83,14 +88,6 @@ struct exec_opts {
 
 struct exec;
 
-/* Whether backend be can run every operator of p as p splits it; one
- * message naming the first operator it cannot run (AP_EINPUT). */
-int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
-		   const char *path);
-
-/* The ranks p needs: its highest device id + 1. */
-int exec_ranks(const struct plan *p);
-
 /* Collective over t's ranks. */
 int exec_create(struct exec **out, const struct graph *g, const struct plan *p,
 		const struct backend *be, struct transport *t, const struct exec_opts *o);
@@ -111,10 +108,5 @@ int exec_gather_params(struct exec *e, int i, float *full);
  * + g), which is how `autopar run --dump` reads gradients. */
 int exec_gather_momentum(struct exec *e, int i, float *full);
 void exec_free(struct exec *e);
-/* The stage transfers e sends and receives, per peer, in the order its
- * steps issue them (exec_order.c, struct xorder in transport.h);
- * xorder_release() frees it. */
-int exec_order(struct exec *e, struct xorder *o);
-void xorder_release(struct xorder *o);
 
 #endif

@@ -5,13 +5,15 @@
  * Every rank creates the same groups in the same order, after the shards
  * are laid out (exec_layout.c).
  */
-#include "exec_impl.h"
+#include "exec_groups.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/err.h"
 #include "util/grow.h"
+#include "exec_impl.h"
+#include "exec_layout.h"
 
 /* The ranks of op i's shards of c index ci, every round-robin replica's,
  * into ranks; their number. */

@@ -1,6 +1,9 @@
 /*
  * Inside the executor: what exec_layout.c derives from a plan for one rank
  * and exec.c runs.  Not an interface: only runtime/exec*.c include it.
+ * The one function it declares is exec.c's exec_async_slice(); the other
+ * files of the executor declare theirs in exec_layout.h, exec_groups.h,
+ * exec_support.h and exec_order.h.
  *
  * Every rank builds the same list of transfers (all pieces of all inputs
  * that cross ranks, in one deterministic order), so a transfer's index is
@@ -175,31 +178,8 @@ static inline struct rshard *exec_weight_owner(struct exec *e, struct rshard *s)
 }
 
 /* exec.c: an asynchronous schedule's items of step `step` into e->slice,
- * in order; their number, or -1 (AP_EFAIL reported) */
+ * in order; their number, or -1 (AP_EFAIL reported).  exec_order.c walks
+ * the steps with it as exec_step() does. */
 int exec_async_slice(struct exec *e, int64_t step);
-
-/* exec_layout.c */
-int exec_layout(struct exec *e);
-void exec_layout_release(struct exec *e);
-/* The rank running, in replica g of its stage, what shard k of op i runs
- * in replica 0; the round-robin replicas of op i's stage (at least 1). */
-int exec_replica_rank(const struct plan *p, int i, int k, int g);
-int exec_op_replicas(const struct plan *p, int i);
-
-/* exec_support.c: why op i, a linear tied to an embedding's weight,
- * cannot run under p, reported with ap_err (naming path, which may be
- * NULL) as AP_EINPUT; AP_OK when it can or is not tied. */
-int exec_tie_check(const struct graph *g, const struct plan *p, int i, const char *path);
-
-/* exec_groups.c: the replica groups of this rank's shards (gid), then the
- * c-groups of its c-split attentions (cg.gid); collective, after the
- * shards are set up. */
-int exec_groups_setup(struct exec *e);
-int exec_cgroups_setup(struct exec *e);
-
-/* The region shard k of op i owns, for one micro-batch of mb_n samples;
- * its coordinates along every dim into coord (may be NULL). */
-void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k,
-		       int64_t mb_n, struct region *r, int coord[NDIMS]);
 
 #endif

@@ -17,7 +17,7 @@
  * pieces overlap between consumer shards; their gradients add up at the
  * producer.
  */
-#include "exec_impl.h"
+#include "exec_layout.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +25,9 @@
 #include "util/err.h"
 #include "util/grow.h"
 #include "util/intmath.h"
+#include "exec_groups.h"
+#include "exec_impl.h"
+#include "exec_support.h"
 #include "params.h"
 #include "model/needs.h"
 #include "plan/sched.h"
@@ -368,7 +371,8 @@ static int params_setup(struct exec *e, struct rshard *s)
 }
 
 /* Tied linears run with the embedding's weight, gradient and weight
- * versions (exec_support.c says why they can); it applies the update. */
+ * versions (exec_support.c says why they can; plan_validate() that the
+ * embedding runs on the same ranks); it applies the update. */
 static int ties_setup(struct exec *e)
 {
 	for (int q = 0; q < e->nsh; q++) {
@@ -379,6 +383,11 @@ static int ties_setup(struct exec *e)
 			continue;
 		if (exec_tie_check(e->g, e->p, s->op, NULL))
 			return AP_EINPUT;
+		if (e->mine[op->a.tie] < 0)
+			return ap_err(AP_EINPUT, NULL, 0,
+				      "operator '%s' ties its weight to '%s', which rank %d does "
+				      "not run: the plan was not validated (plan_validate())",
+				      op->name, e->g->ops[op->a.tie].name, e->t->rank);
 		s->tied = e->mine[op->a.tie];
 		o = &e->sh[s->tied];
 		s->w = o->w;

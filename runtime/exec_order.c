@@ -1,5 +1,5 @@
 /*
- * The order of a rank's stage transfers (exec.h exec_order): where a
+ * The order of a rank's stage transfers (exec_order.h): where a
  * transport matches point-to-point messages in issue order (NCCL) rather
  * than by tag (MPI), the receiver must post its receives in the order the
  * sender issues its sends.  This walks the rank's tasks exactly as
@@ -16,12 +16,13 @@
  * tests record the sends and receives the executor really issues and
  * compare them with these lists.
  */
-#include "exec_impl.h"
+#include "exec_order.h"
 
 #include <stdlib.h>
 
 #include "util/err.h"
 #include "util/grow.h"
+#include "exec_impl.h"
 
 struct xlist {
 	int *tag;         /* per event: tag; peer and direction alongside */

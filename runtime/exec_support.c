@@ -1,15 +1,14 @@
 /*
- * Which plans the runtime can execute (exec.h exec_supported(),
- * profiler.h exec_can_split()): the dims each operator kind can be split
+ * Which plans the runtime can execute (exec_support.h: exec_supported(),
+ * exec_can_split()): the dims each operator kind can be split
  * along, the operators a backend implements, tied weights, and the
  * schedules round-robin replicas and recomputation run under.  The plan
  * validator (plan_check.c) allows more than this: a valid plan the runtime
  * cannot run gets one message, naming the first operator or stage at fault.
  */
-#include "exec_impl.h"
+#include "exec_support.h"
 
 #include "util/err.h"
-#include "profiler.h"
 #include "model/ops.h"
 #include "plan/sched.h"
 
@@ -85,50 +84,30 @@ int exec_can_split(const struct backend *be, const struct graph *g, int i,
 	return unrunnable_dim(be, &g->ops[i], degree) < 0;
 }
 
-/* Whether `a`'s devices are all among `b`'s. */
-static int devices_within(const struct plan_op *a, const struct plan_op *b)
-{
-	for (int k = 0; k < a->ndev; k++) {
-		int found = 0;
-
-		for (int q = 0; q < b->ndev && !found; q++)
-			found = a->devices[k] == b->devices[q];
-		if (!found)
-			return 0;
-	}
-	return 1;
-}
-
 /* Why op i, a linear tied to an embedding's weight, cannot run under p
  * (what the runtime requires, to follow "runs a tied pair only"), or
  * NULL when it can or is not tied.  The table [vocab][out] is the
  * linear's W[out][in] as it is (params.h), so the linear runs with the
  * embedding's buffer: every shard of both must hold the whole table
- * (neither split along c) on the same ranks, where the two backwards add
- * into one gradient, summed over the replicas once and applied once; a
- * bias of its own would not follow the table in memory, and the
- * asynchronous schedules keep or predict weight versions per shard. */
+ * (neither split along c), and the two backwards add into one gradient,
+ * summed over the replicas once and applied once; a bias of its own
+ * would not follow the table in memory, and the asynchronous schedules
+ * keep or predict weight versions per shard.  That both run on the same
+ * ranks, and in one stage where their stages have round-robin replicas,
+ * is plan_validate()'s rule (plan_check.c), which every plan passes
+ * before it runs. */
 static const char *tie_refusal(const struct graph *g, const struct plan *p, int i)
 {
 	const struct op *op = &g->ops[i];
-	const struct plan_op *a, *b;
 
 	if (op->kind != OP_LINEAR || op->a.tie < 0)
 		return NULL;
-	a = &p->ops[i];
-	b = &p->ops[op->a.tie];
 	if (op->a.bias)
 		return "without a bias (bias=0)";
 	if (sched_async(p->sched))
 		return "under a synchronous schedule (gpipe or 1f1b)";
-	if (a->degree[DIM_C] > 1 || b->degree[DIM_C] > 1)
+	if (p->ops[i].degree[DIM_C] > 1 || p->ops[op->a.tie].degree[DIM_C] > 1)
 		return "when neither is split along 'c' (each shard holds the whole weight)";
-	if (!devices_within(a, b) || !devices_within(b, a))
-		return "when both run on the same ranks";
-	/* then every replica of both runs on the same ranks too */
-	if (a->stage != b->stage &&
-	    (exec_op_replicas(p, i) > 1 || exec_op_replicas(p, op->a.tie) > 1))
-		return "in one stage when their stages have round-robin replicas";
 	return NULL;
 }
 

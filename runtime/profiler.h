@@ -13,11 +13,6 @@
 #include "backend.h"
 #include "model/graph.h"
 
-/* Whether the runtime can execute op i of g split by degree[] on be (the
- * splits exec_supported() accepts). */
-int exec_can_split(const struct backend *be, const struct graph *g, int i,
-		   const int degree[NDIMS]);
-
 /* Median forward and backward microseconds of op i's shard at degree[]
  * (as the simulator looks it up: n already multiplied by micro-batches)
  * and its workspace bytes. */

@@ -4,7 +4,10 @@
  * whole-job reductions the driver needs.  A transport fills `struct
  * transport_ops`; transport_mpi.c is Open MPI (send/recv and all-reduce on
  * sub-communicators), transport_self.c a single process that has nobody to
- * talk to.  A NCCL transport fills the same table.
+ * talk to, transport_staged.c a device backend's buffers through host
+ * copies, transport_nccl.cu NCCL.  Each declares its constructor in a
+ * header of its own (transport_mpi.h, transport_self.h, transport_staged.h,
+ * transport_nccl.h); this one is the interface they share.
  *
  * Sends are non-blocking: the buffer must stay untouched until wait(), or
  * wait_one() of the id the send returned (ids are valid until wait()).
@@ -66,36 +69,5 @@ struct transport {
 	int threads;    /* two threads may call the ops at once */
 	void *state;
 };
-
-/* transport_mpi.c: MPI_Init (once), rank and size of MPI_COMM_WORLD. */
-int transport_mpi_init(struct transport *t, int *argc, char ***argv);
-/* The MPI library's version line. */
-const char *transport_mpi_version(void);
-/* Collective over an MPI transport: rank 0's bytes[0..*len) (*len < 0:
- * rank 0 has none, and has said why: AP_EINPUT on every rank) to every
- * rank, where *bytes becomes a malloc'd copy, NUL-terminated, of *len
- * bytes.  So every rank works from what rank 0 read once. */
-int transport_mpi_share(struct transport *t, char **bytes, long *len);
-/* Whether this process runs inside an MPI job (started by mpirun). */
-int transport_mpi_in_job(void);
-/* transport_self.c: one rank. */
-void transport_self_init(struct transport *t);
-
-struct backend;
-/* transport_staged.c: the buffers of a device backend be carried by a
- * host transport (inner, kept by the caller) through host copies: where
- * NCCL cannot run, e.g. several ranks on one GPU. */
-int transport_staged_init(struct transport *t, struct transport *inner,
-			  const struct backend *be);
-/* transport_nccl.cu: one rank per GPU; gradients all-reduced by NCCL on
- * ncclCommSplit groups, on a stream of their own so they overlap the
- * backward; stage transfers by NCCL send/recv in the order `order` gives,
- * on a communicator and stream per ordered pair of ranks; other messages
- * as transport_staged.  Collective over inner's ranks; without NCCL in the
- * build it says so. */
-int transport_nccl_init(struct transport *t, struct transport *inner,
-			const struct backend *be);
-/* 1 when this build has the NCCL transport */
-int transport_nccl_built(void);
 
 #endif

@@ -7,7 +7,7 @@
  * ops before it.  Errors abort the job: with MPI a failed rank must take
  * the others down rather than leave them waiting.
  */
-#include "transport.h"
+#include "transport_mpi.h"
 
 #include <mpi.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /*
- * The NCCL transport (transport.h): one rank per GPU.  The world
+ * The NCCL transport (transport_nccl.h): one rank per GPU.  The world
  * communicator comes from an ncclUniqueId that rank 0 makes and sends to
  * every rank through the MPI transport; each replica group is an
  * ncclCommSplit of it (collective over all ranks, as groups are).
@@ -58,8 +58,9 @@
 #include <string.h>
 
 extern "C" {
+#include "transport_nccl.h"
+#include "transport_staged.h"
 #include "util/grow.h"
-#include "transport.h"
 #include "xpost.h"
 }
 

@@ -2,7 +2,7 @@
  * The transport of a single process: one rank, nothing to send.  Used for
  * the single-device reference run of --check and for one-device plans.
  */
-#include "transport.h"
+#include "transport_self.h"
 
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /*
- * The host-staged transport (transport.h): a device backend's buffers
+ * The host-staged transport (transport_staged.h): a device backend's buffers
  * carried by a host transport.  A send copies its buffer to the host and
  * starts the inner send from there (the host copy lives until the send
  * completes); a receive receives on the host and copies up; an all-reduce
@@ -14,7 +14,7 @@
  * gathers).  With the CPU backend the copies
  * are plain memcpy, which makes it testable without a device.
  */
-#include "transport.h"
+#include "transport_staged.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -36,6 +36,13 @@ static int run(const char *args, char *err, size_t len)
 	"\"schedule\": {\"kind\": \"1f1b\", \"microbatches\": 1}, " \
 	"\"stages\": [{\"id\": 0, \"devices\": [0, 1], \"next\": []}], \"ops\": {" ops "}}\n"
 #define PLAN_MODEL HDR "input x c=6\nlinear fc x out=4\nloss l fc\n"
+/* a language model's head tied to its token embedding, and a plan that
+ * puts the two on different devices */
+#define TIE_MODEL HDR "input ids l=8\nembedding emb ids vocab=16 out=8\n" \
+	"linear head emb out=16 bias=0 tie=emb\nloss l head\n"
+#define TIE_PLAN PLAN_OK("\"ids\": {\"stage\": 0, \"devices\": [0]}, \"emb\": {\"stage\": 0, " \
+			 "\"devices\": [0]}, \"head\": {\"stage\": 0, \"devices\": [1]}, " \
+			 "\"l\": {\"stage\": 0, \"devices\": [1]}")
 
 static const struct {
 	const char *file, *text;     /* a file to create first (under %D) */
@@ -104,6 +111,13 @@ static const struct {
 	  "check -m %D/t.model -c 2x2:v100 %D/pl5.json", "%D/pl5.json", "9" },
 	{ "t.model", PLAN_MODEL, NULL, NULL, "check -c 2x2:v100 %D/pl5.json", "%D/pl5.json: ",
 	  "-m" },
+	/* a tied pair split across devices, named both ways */
+	{ "tie.model", TIE_MODEL, "tie.json", TIE_PLAN,
+	  "check -m %D/tie.model -c 2x2:v100 %D/tie.json", "%D/tie.json: ",
+	  "'head' ties its weight to 'emb', so both must run on the same devices, but 'head' "
+	  "runs on 1 and 'emb' on 0" },
+	{ "tie.model", TIE_MODEL, "tie.json", TIE_PLAN, "sim %D/tie.json -m %D/tie.model",
+	  "%D/tie.json: ", "'head' ties its weight to 'emb'" },
 	/* run */
 	{ NULL, NULL, NULL, NULL, "run %D/nosuch.json", "%D/nosuch.json: ", "cannot read" },
 	{ NULL, NULL, "pl6.json", "{\"format\": \"autopar-plan\",\n", "run %D/pl6.json",

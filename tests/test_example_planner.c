@@ -10,9 +10,14 @@
  */
 #include "runtest.h"
 
+#include "driver.h"
 #include "util/datadir.h"
+
+/* --- what planners/balanced.c includes --- */
+#include "cost/cost.h"
+#include "plan/plan_build.h"
 #include "planner.h"
-#include "sim/sim.h"
+#include "util/intmath.h"
 
 /* --- the planner (docs/adding-a-planner.md) ---------------------------- */
 
@@ -63,6 +68,8 @@ static const struct planner planner_balanced = {
 		{ "stages", POPT_INT, "2", NULL, "pipeline stages (one device each)" },
 		{ 0 },
 	},
+	.may_refuse = 0,
+	.estimate = PLANNER_EST_NONE,
 };
 
 /* --- its tests ------------------------------------------------------- */

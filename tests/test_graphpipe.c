@@ -13,6 +13,7 @@
 #include "util/datadir.h"
 #include "util/err.h"
 #include "model/model_io.h"
+#include "driver.h"
 #include "planner.h"
 #include "sim/sim.h"
 #include "plan/plan_io.h"
@@ -567,6 +568,35 @@ static void test_nothing_fits(void **state)
 		fail_msg("%s", out);
 }
 
+/* Tied weights: a stage holds both or neither of an op and the one whose
+ * weight it ties (eval() in graphpipe_search.c), and the driver validates
+ * the plan (run_graphpipe()).  GPT-2 on PipeDream's cluster A, at the
+ * batch per device and at its own, where the stages of the plans before
+ * split the pair: one stage holds its embedding, body and head; a small
+ * model whose pair spans its body still pipelines its tail. */
+static void test_tied_weights(void **state)
+{
+	static const char *const batches[] = { "0/dev", NULL };
+	struct instance x;
+	struct plan pl;
+	double iter_s;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof batches / sizeof batches[0]; k++) {
+		test_instance(&x, "gpt2", batches[k], "pipedream-a");
+		run_graphpipe(&x, "graphpipe", &pl, &iter_s);
+		test_same_devices(&pl, &x.g, "transformer.wte", "lm_head");
+		plan_release(&pl);
+		instance_release(&x);
+	}
+	test_instance(&x, test_tied_model(), NULL, "1x4:v100");
+	run_graphpipe(&x, "graphpipe", &pl, &iter_s);
+	test_same_devices(&pl, &x.g, "wte", "head");
+	assert_true(pl.nstages > 1);
+	plan_release(&pl);
+	instance_release(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -576,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_dag_1f1b_in_flight),
 		cmocka_unit_test(test_stage_counts),
+		cmocka_unit_test(test_tied_weights),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include "util/datadir.h"
 #include "util/err.h"
 #include "model/model_io.h"
+#include "driver.h"
 #include "planner.h"
 #include "sim/sim.h"
 #include "plan/plan_io.h"
@@ -149,6 +150,30 @@ static void test_curve(void **state)
 	instance_release(&x);
 }
 
+/* Tied weights: a proposal that moves one op of a tied pair moves the
+ * other onto the same devices (mcmc.c), and random starts are made to
+ * keep the pair, so the plan validates (plan_with()) with the pair on
+ * the same devices (this search's best plan split it before); the delta
+ * simulation of such changes of two ops is the full simulation's, the
+ * same search to the bit. */
+static void test_tied_weights(void **state)
+{
+	struct instance x;
+	struct plan a, b;
+
+	(void)state;
+	test_instance(&x, test_tied_model(), NULL, "2x2:v100");
+	plan_with(&x, "mcmc:proposals=3000,chains=4", 60, 2, &a);
+	test_same_devices(&a, &x.g, "wte", "head");
+	plan_with(&x, "mcmc:proposals=3000,chains=4,full-sim", 60, 2, &b);
+	same_plan(&a, &b);
+	assert_true(test_present(a.est_ms, "planner_est_ms") == test_present(b.est_ms, "planner_est_ms"));
+	assert_true(test_plan_stat(&a, "acceptance") == test_plan_stat(&b, "acceptance"));
+	plan_release(&a);
+	plan_release(&b);
+	instance_release(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -156,6 +181,7 @@ int main(void)
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_curve),
+		cmocka_unit_test(test_tied_weights),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

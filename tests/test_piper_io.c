@@ -13,6 +13,7 @@
 #include "model/model_io.h"
 #include "model/piper_inst.h"
 #include "model/piper_io.h"
+#include "hw/piper_machine.h"
 
 #define RESNET "profiles/piper/resnet.json"
 

@@ -1,6 +1,8 @@
 /*
  * Piper's dynamic program (core/piper_dp.c) against exhaustive search on
- * tiny DAGs, and the `piper` planner on the zoo through the command.
+ * tiny DAGs, with and without nodes that must share a stage, and the
+ * `piper` planner on the zoo through the command and on models with tied
+ * weights.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -16,6 +18,8 @@
 
 #include "util/err.h"
 #include "algo/piper_dp.h"
+#include "driver.h"
+#include "planner.h"
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -85,10 +89,11 @@ static void random_inst(struct piper_inst *pi, int n)
 
 /* Exhaustive search: every chain of upsets from the whole set down to
  * the empty one, each difference a stage with every t and d; a plan's
- * stages take y = ceil(sum of d from it on / d). */
+ * stages take y = ceil(sum of d from it on / d).  With a group (tied,
+ * nonzero), only upsets that hold all of it or none. */
 struct ex {
 	const struct piper_inst *pi;
-	unsigned up[8];
+	unsigned up[8], tied;
 	int t[8], d[8], m;
 	double best;
 };
@@ -135,7 +140,7 @@ static void search(struct ex *x, unsigned cur)
 		return;
 	}
 	for (unsigned sub = (cur - 1) & cur;; sub = (sub - 1) & cur) {
-		if (is_upset(x->pi, sub))
+		if (is_upset(x->pi, sub) && ((sub & x->tied) == 0 || (sub & x->tied) == x->tied))
 			for (int t = 1; t <= 2; t++)
 				for (int d = 1; t * d <= x->pi->max_devices; d++) {
 					if (x->pi->mbs % d)
@@ -190,6 +195,56 @@ static void test_exact_on_tiny_dags(void **state)
 			assert_int_equal(covered, pi.nnodes);
 			assert_true(dev <= pi.max_devices);
 			assert_true(worst <= r.tps * (1 + 1e-9));
+		}
+		piper_result_release(&r);
+		piper_inst_release(&pi);
+	}
+	assert_true(feasible > 150);
+}
+
+/* Nodes that must share a stage (piper_solve_tied(): a random pair or
+ * triple): the DP finds the optimum of the exhaustive search over the
+ * plans whose every stage holds all of them or none, on 300 random DAGs
+ * of 2 to 5 nodes, and its stages keep them together. */
+static void test_tied_on_tiny_dags(void **state)
+{
+	int feasible = 0;
+
+	(void)state;
+	for (int k = 0; k < 300; k++) {
+		struct piper_inst pi;
+		struct piper_result r;
+		struct ex x = { .best = INFINITY };
+		int tie[8], grp[3], ng;
+
+		random_inst(&pi, 2 + k % 4);
+		x.pi = &pi;
+		ng = pi.nnodes > 2 && k % 3 == 0 ? 3 : 2;
+		for (int v = 0; v < pi.nnodes; v++)
+			tie[v] = v;
+		for (int i = 0; i < ng; i++) {
+			do
+				grp[i] = (int)(uniform() * pi.nnodes);
+			while (x.tied >> grp[i] & 1);
+			x.tied |= 1u << grp[i];
+		}
+		for (int i = 0; i < ng; i++)
+			tie[grp[i]] = grp[(i + 1) % ng];
+		search(&x, (1u << pi.nnodes) - 1);
+		assert_int_equal(piper_solve_tied(&pi, tie, 40000, 0, &r), AP_OK);
+		if (isinf(x.best) != isinf(r.tps) ||
+		    (isfinite(x.best) && fabs(r.tps - x.best) > 1e-9 * x.best))
+			fail_msg("instance %d (%d nodes, %d edges, group %#x): DP %.12g, "
+				 "exhaustive %.12g", k, pi.nnodes, pi.nedges, x.tied, r.tps, x.best);
+		feasible += isfinite(r.tps);
+		for (int st = 0; st < r.nstages; st++) {
+			unsigned in = 0;
+
+			for (int q = 0; q < r.stages[st].nnodes; q++)
+				in |= 1u << r.stages[st].nodes[q];
+			if ((in & x.tied) != 0 && (in & x.tied) != x.tied)
+				fail_msg("instance %d: stage %d holds part of group %#x", k, st,
+					 x.tied);
 		}
 		piper_result_release(&r);
 		piper_inst_release(&pi);
@@ -312,10 +367,47 @@ static void test_reference_values(void **state)
 	}
 }
 
+/* Tied weights through the driver (which validates the plan): a stage
+ * holds both layers of a tied pair or neither.  GPT-2 on PipeDream's
+ * cluster A, at the batch per device (one stage of round-robin replicas)
+ * and at its own, where the stages of the plans before split the pair;
+ * a small model whose pair spans its body still pipelines its tail. */
+static void test_tied_weights(void **state)
+{
+	static const char *const batches[] = { "0/dev", NULL };
+	const struct planner *pl = planner_find("piper");
+	struct instance x;
+	struct planner_input input;
+	struct plan p;
+
+	(void)state;
+	assert_non_null(pl);
+	for (size_t k = 0; k < sizeof batches / sizeof batches[0] + 1; k++) {
+		if (k < sizeof batches / sizeof batches[0])
+			test_instance(&x, "gpt2", batches[k], "pipedream-a");
+		else
+			test_instance(&x, test_tied_model(), NULL, "1x4:v100");
+		input = planner_input_of(&x, 600, 1, NULL);
+		plan_init(&p);
+		if (planner_run(pl, &input, x.c.profile, &p) != AP_OK)
+			fail_msg("%s: %s", x.g.name, ap_last_error());
+		if (k < sizeof batches / sizeof batches[0]) {
+			test_same_devices(&p, &x.g, "transformer.wte", "lm_head");
+		} else {
+			test_same_devices(&p, &x.g, "wte", "head");
+			assert_true(p.nstages > 1);
+		}
+		plan_release(&p);
+		instance_release(&x);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_on_tiny_dags),
+		cmocka_unit_test(test_tied_on_tiny_dags),
+		cmocka_unit_test(test_tied_weights),
 		cmocka_unit_test(test_zoo_plans),
 		cmocka_unit_test(test_layers_and_recompute),
 		cmocka_unit_test(test_reference_values),

@@ -1,5 +1,5 @@
 /*
- * async-predict: the schedule (core/sched.c), weight prediction (the
+ * async-predict: the schedule (core/plan/sched.c), weight prediction (the
  * backend's predict and the executor's distance, runtime/exec.h) and
  * execution on ranks, against the stashing and naive alternatives.
  */

@@ -1,5 +1,5 @@
 /*
- * Tests of core/profile.c: the CSV round trip, the lookup order (imported,
+ * Tests of core/hw/profile.c: the CSV round trip, the lookup order (imported,
  * exact measured or analytic row, scaled nearest instance, roofline), the
  * roofline's physics (compute- versus memory-bound, shard scaling), the
  * analytic generator's coverage, every malformed-file message, and the

@@ -9,7 +9,7 @@
  */
 #include "runtest.h"
 
-#include "profiler.h"
+#include "exec_support.h"
 #include "rng.h"
 #include "hw/roofline.h"
 #include "plan/plan_build.h"

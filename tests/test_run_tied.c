@@ -3,10 +3,11 @@
  * token embedding's table (tie=, as GPT-2's) trains on one rank and
  * data-parallel on two, the two ranks agreeing with one device to float32
  * round-off (--check) with one or several micro-batches, in a pipeline
- * whose stage holds both ops, and its loss falls; placements the runtime
- * cannot run (the pair on different ranks, the weight split along c, an
- * asynchronous schedule) are refused before launch with one message
- * naming both ops; the profiler times the tied head.  The model is
+ * whose stage holds both ops, and its loss falls; the pair on different
+ * ranks is not a valid plan (plan_validate(): run and check refuse it),
+ * and placements the runtime cannot run (the weight split along c, an
+ * asynchronous schedule) are refused before launch, each with one
+ * message naming both ops; the profiler times the tied head.  The model is
  * written to a data directory of the test's own, beside the tree's
  * profiles.
  */
@@ -119,7 +120,7 @@ static void test_pipeline_same_stage(void **state)
 }
 
 /* `run PLAN` exits 2 before launching with one line naming both ops and
- * what the runtime requires. */
+ * what the runtime requires, of a plan that `check` accepts. */
 static void refused(const char *plan, const char *requires)
 {
 	char out[4096];
@@ -132,21 +133,74 @@ static void refused(const char *plan, const char *requires)
 			    out);
 		fail();
 	}
+	st = rt_run(out, sizeof out, "check -m tied_tiny -b 8 -c cpu-1x2 '%s'", plan);
+	if (st != 0) {
+		print_error("check %s: exit %d, expected a valid plan:\n%s\n", plan, st, out);
+		fail();
+	}
+}
+
+/* One stage on ranks 0 and 1: the head split along its output channels
+ * (the table's rows), the embedding along n on the same two ranks, every
+ * other op on rank 0: a valid plan, which the runtime cannot run. */
+static void csplit_plan(const char *path)
+{
+	static const int one[NDIMS] = { 1, 1, 1, 1, 1 };
+	static const int by_c[NDIMS] = { 1, 2, 1, 1, 1 }, by_n[NDIMS] = { 2, 1, 1, 1, 1 };
+	struct graph g;
+	struct plan p;
+
+	graph_init(&g);
+	plan_init(&p);
+	assert_int_equal(model_load("tied_tiny", 8, &g), 0);
+	assert_int_equal(plan_alloc(&p, &g, 1), 0);
+	snprintf(p.cluster, sizeof p.cluster, "cpu-1x2");
+	snprintf(p.planner, sizeof p.planner, "test-split");
+	assert_int_equal(plan_one_stage(&p, 2, SCHED_GPIPE, 1), 0);
+	for (int i = 0; i < g.nops; i++) {
+		const char *name = g.ops[i].name;
+		const int *degree = !strcmp(name, "head") ? by_c : !strcmp(name, "wte") ? by_n : one;
+
+		assert_int_equal(plan_place_range(&p, i, 0, degree, 0), 0);
+	}
+	assert_int_equal(plan_write(&p, &g, path), 0);
+	plan_release(&p);
+	graph_release(&g);
+}
+
+/* `run PLAN` and `check PLAN` exit 2 with plan_validate()'s message
+ * (`expect`): a plan that no runtime may run, refused before the runtime's
+ * own checks. */
+static void invalid(const char *plan, const char *expect)
+{
+	char out[4096];
+	int st = rt_run(out, sizeof out, "run '%s' --steps 2 --warmup 0", plan);
+
+	if (st != 2 || !strstr(out, expect) || strchr(out, '\n') != strrchr(out, '\n')) {
+		print_error("run %s: exit %d, expected the refusal '%s':\n%s\n", plan, st,
+			    expect, out);
+		fail();
+	}
+	st = rt_run(out, sizeof out, "check -m tied_tiny -b 8 -c cpu-1x2 '%s'", plan);
+	if (st != 2 || !strstr(out, expect)) {
+		print_error("check %s: exit %d, expected the refusal '%s':\n%s\n", plan, st,
+			    expect, out);
+		fail();
+	}
 }
 
 static void test_refusals(void **state)
 {
 	char plan[1024];
-	int degree[NDIMS] = { 1, 2, 1, 1, 1 };
-
 	(void)state;
 	/* a chain of two stages: the embedding on rank 0, the head on 1 */
 	snprintf(plan, sizeof plan, "%s/tied-chain.json", tmp_dir());
 	rt_pipeline_plan("tied_tiny", 8, "cpu-1x2", 2, 1, SCHED_GPIPE, 2, plan);
-	refused(plan, "when both run on the same ranks");
+	invalid(plan, "ops.head.devices: 'head' ties its weight to 'wte', so both must run on "
+		      "the same devices, but 'head' runs on 1 and 'wte' on 0");
 	/* the head split along its output channels (the table's rows) */
 	snprintf(plan, sizeof plan, "%s/tied-csplit.json", tmp_dir());
-	rt_split_plan("tied_tiny", "cpu-1x2", "head", degree, plan);
+	csplit_plan(plan);
 	refused(plan, "when neither is split along 'c'");
 	/* PipeDream's weight stashing */
 	snprintf(plan, sizeof plan, "%s/tied-async.json", tmp_dir());

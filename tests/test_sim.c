@@ -1,5 +1,5 @@
 /*
- * Tests of the simulator (core/sim*.c, core/trace.c) on small graphs with
+ * Tests of the simulator (core/sim*.c, core/sim/sim_trace.c) on small graphs with
  * an in-memory profile whose rows give every shard a known time, so
  * expected iteration times are worked out by hand from the formulas the
  * simulator documents: data parallelism is the per-device compute plus the

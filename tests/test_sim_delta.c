@@ -1,5 +1,5 @@
 /*
- * Tests of delta re-simulation (core/sim_delta.c): random proposals, each
+ * Tests of delta re-simulation (core/sim/sim_delta.c): random proposals, each
  * giving one operator a random configuration (a random divisor of each of
  * its splittable dims, product at most the device count, on random
  * distinct devices) or undoing the last one, are applied to a plan; after

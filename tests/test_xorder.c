@@ -22,6 +22,9 @@
 
 #include "backend.h"
 #include "exec.h"
+#include "exec_layout.h"
+#include "exec_order.h"
+#include "transport_self.h"
 #include "util/grow.h"
 #include "xpost.h"
 #include "plan/plan_io.h"

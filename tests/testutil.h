@@ -134,4 +134,51 @@ static inline void test_instance(struct instance *x, const char *model, const ch
 		fail_msg("%s on %s: %s", model, cluster, ap_last_error());
 }
 
+/* Ops a and b of g (by name) run on the same set of devices in plan p, as
+ * a weight tied between them needs (plan_validate()); the test fails
+ * naming both otherwise. */
+static inline void test_same_devices(const struct plan *p, const struct graph *g,
+				     const char *a, const char *b)
+{
+	int i = graph_find(g, a), j = graph_find(g, b), same;
+
+	if (i < 0 || j < 0)
+		fail_msg("%s: no op '%s' or '%s'", g->name, a, b);
+	same = p->ops[i].ndev == p->ops[j].ndev;
+	for (int k = 0; k < p->ops[i].ndev && same; k++) {
+		same = 0;
+		for (int l = 0; l < p->ops[j].ndev && !same; l++)
+			same = p->ops[i].devices[k] == p->ops[j].devices[l];
+	}
+	if (!same)
+		fail_msg("%s of %s: '%s' (%d devices from %d) and '%s' (%d from %d) run on "
+			 "different devices", p->planner, g->name, a, p->ops[i].ndev,
+			 p->ops[i].devices[0], b, p->ops[j].ndev, p->ops[j].devices[0]);
+}
+
+/* A small language model whose head ties its weight to the token
+ * embedding (tie=, as GPT-2's) with layers after the head, so that a
+ * pipeline may cut after the pair but not between: a model file for
+ * test_instance(). */
+static inline const char *test_tied_model(void)
+{
+	return tmp_write("tied_mid.model",
+			 "model tied_mid\n"
+			 "batch 32\n"
+			 "input     ids   l=64\n"
+			 "embedding wte   ids  vocab=512 out=256\n"
+			 "linear    a1    wte  out=1024\n"
+			 "gelu      a1g   a1\n"
+			 "linear    a2    a1g  out=256\n"
+			 "linear    head  a2   out=512 bias=0 tie=wte\n"
+			 "linear    b1    head out=2048\n"
+			 "gelu      b1g   b1\n"
+			 "linear    b2    b1g  out=2048\n"
+			 "gelu      b2g   b2\n"
+			 "linear    b3    b2g  out=2048\n"
+			 "gelu      b3g   b3\n"
+			 "linear    b4    b3g  out=512\n"
+			 "loss      loss  b4\n");
+}
+
 #endif

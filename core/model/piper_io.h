@@ -2,13 +2,12 @@
  * Piper's own JSON planner input (Tarnawski et al., NeurIPS 2021; the
  * format is docs/piper.md): read into a Piper instance, imported as a
  * model whose operators keep the measured numbers of each layer's
- * configuration without tensor parallelism, and the machine it describes
- * as a cluster (`-c piper`).
+ * configuration without tensor parallelism (the machine it describes is
+ * hw/piper_machine.h's).
  */
 #ifndef AUTOPAR_PIPER_IO_H
 #define AUTOPAR_PIPER_IO_H
 
-#include "hw/cluster.h"
 #include "model/graph.h"
 #include "model/piper_inst.h"
 
@@ -27,10 +26,5 @@ int piper_is_input(const char *path);
  * configuration (else its first degree-1 one) for a batch of mbs micro-
  * batches; g->piper keeps the instance, its node v being operator v. */
 int piper_read_model(const char *path, struct graph *g);
-
-/* The machine of an instance: one node of max_devices devices with its
- * memory, every link at its bandwidth (no latency); model names it in
- * the description. */
-int piper_cluster(const struct piper_inst *pi, const char *model, struct cluster *c);
 
 #endif

@@ -11,6 +11,7 @@
 #include "util/err.h"
 #include "model/model_io.h"
 #include "model/piper_io.h"
+#include "hw/piper_machine.h"
 
 void instance_init(struct instance *x)
 {

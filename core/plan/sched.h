@@ -18,7 +18,7 @@ struct sched_item {
 };
 
 /* The 2 x nstages x m items of a schedule in the order every device runs
- * its work (core/sched.c); depth[s] is stage index s's longest path from
+ * its work (core/plan/sched.c); depth[s] is stage index s's longest path from
  * a source stage along `next`. */
 void sched_order(enum sched_kind k, int nstages, const int *depth, int m,
 		 struct sched_item *items);

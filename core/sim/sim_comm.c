@@ -8,19 +8,16 @@
  * an op's c degree shards them and its other degrees replicate them: the
  * r shards with the same c index, in every round-robin replica of the
  * stage, form a replica group that all-reduces B bytes of gradients.
- * Ring all-reduce (Patarasuk and Yuan 2009; NCCL's ring) costs
- *     2 (r - 1) / r x B / bw + 2 (r - 1) x latency,
- * a reduce-scatter and an all-gather of r - 1 steps each.  When the group
- * spans N > 1 nodes with at most q members on one node, it is hierarchical
- * (as NCCL and Horovod do it): a reduce-scatter inside every node, an
- * all-reduce of each node's B/q slices across the nodes, an all-gather
- * inside every node:
- *     (q - 1) / q x B / bw_intra + (q - 1) x lat_intra     reduce-scatter
- *   + 2 (N - 1) / N x B / bw_nic + 2 (N - 1) x lat_inter   across nodes
- *   + (q - 1) / q x B / bw_intra + (q - 1) x lat_intra     all-gather.
- * The node with the most members bounds the intra-node phases; across
- * nodes the q slice rings of a node all pass its one NIC, which therefore
- * sends and receives 2 (N - 1) / N x B whatever q is.
+ * Inside one node that is a ring: a reduce-scatter and an all-gather of
+ * r - 1 steps each, one task on the group's ring links.  When the group
+ * spans N > 1 nodes with at most q members on one node, it is
+ * hierarchical (as NCCL and Horovod do it), three tasks: a reduce-scatter
+ * inside every node, an all-reduce of each node's B/q slices across the
+ * nodes, an all-gather inside every node.  Their durations are the cost
+ * model's (cost_ring_s(), cost_half_ring_s(), cost/cost.h), the node with
+ * the most members bounding the intra-node phases; across nodes the q
+ * slice rings of a node all pass its one NIC, which therefore sends and
+ * receives 2 (N - 1) / N x B whatever q is.
  */
 #include "sim/sim_comm.h"
 

@@ -1,10 +1,12 @@
 /*
- * Inside the simulator: the buffers a struct sim keeps between runs and
- * the functions its files share (sim.c the driver and accounting,
- * sim_layout.c what a plan makes of the graph: shard regions and stage
- * order; sim_transfers.c the transfers between shards; sim_comm.c replica
- * groups and their all-reduces; sim_sched.c the list scheduler).  Not an
- * interface: nothing outside core/sim*.c and core/trace.c includes it.
+ * Inside the simulator: the buffers a struct sim keeps between runs, and
+ * the functions of sim.c (the driver and accounting) and sim_delta.c that
+ * the other files call.  Each of those files declares its own in a header
+ * beside it: sim_layout.h (what a plan makes of the graph: shard regions
+ * and stage order), sim_transfers.h (the transfers between shards),
+ * sim_comm.h (replica groups and their all-reduces), sim_sched.h (the
+ * list scheduler), sim_ckpt.h (checkpoints).  Not an interface: nothing
+ * outside core/sim/ includes these.
  *
  * Everything a run touches per task lives in flat arrays indexed by small
  * integers: a global shard index gs (op i's shards are shard_base[i] ..

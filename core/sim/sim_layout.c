@@ -420,7 +420,7 @@ static int layout_shards(struct sim *s, const struct plan *pl)
 
 /* --- the order of the schedule ------------------------------------------- */
 
-/* Items run in the order of sched_order() (core/sched.c), the order the
+/* Items run in the order of sched_order() (core/plan/sched.c), the order the
  * runtime runs them in too; stages of different counts in that of
  * sched_order_mixed(). */
 static int layout_items(struct sim *s, const struct plan *pl)

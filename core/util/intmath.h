@@ -23,4 +23,13 @@ static inline int64_t lcm64(int64_t a, int64_t b)
 	return a / gcd64(a, b) * b;
 }
 
+/* The largest divisor of n that is at most cap (at least 1). */
+static inline int64_t largest_divisor(int64_t n, int64_t cap)
+{
+	for (int64_t d = cap < n ? cap : n; d > 1; d--)
+		if (n % d == 0)
+			return d;
+	return 1;
+}
+
 #endif

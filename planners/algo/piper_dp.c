@@ -41,6 +41,8 @@ static double row_at(const struct row *r, int s)
 
 struct ws {
 	const struct piper_inst *pi;
+	const int *tie;      /* piper_solve_tied(); NULL: no groups */
+	int *stack;          /* [n]: close_ties() */
 	int n, words, K, S;  /* nodes, words of a set, devices, bound on s */
 	uint64_t *sets;      /* upsets, words each */
 	int *size;
@@ -139,7 +141,40 @@ static int add(struct ws *w, const uint64_t *set)
 	return AP_OK;
 }
 
-/* Every upset: from the empty set, add a node whose successors are all in. */
+/* With tie groups: set, an upset that holds its groups whole, with v
+ * just added, made one again: v's group and everything it reaches, and
+ * their groups in turn.  The walk of upsets() still finds every such
+ * upset U: join each group's nodes by edges both ways, take a strongly
+ * connected block B of U that nothing else in U reaches; U \ B is such
+ * an upset, and a node of B with no successor in B (the DAG has one)
+ * has all its successors in U \ B, and closes to U when added. */
+static void close_ties(const struct ws *w, uint64_t *set, int v)
+{
+	const struct piper_inst *pi = w->pi;
+	int top = 0;
+
+	w->stack[top++] = v;
+	while (top > 0) {
+		int x = w->stack[--top];
+
+		for (int e = 0; e < pi->nodes[x].nout; e++) {
+			int y = pi->edges[pi->nodes[x].out[e]].dst;
+
+			if (!has(set, y)) {
+				set[y >> 6] |= 1ull << (y & 63);
+				w->stack[top++] = y;
+			}
+		}
+		for (int y = w->tie[x]; y != x; y = w->tie[y])
+			if (!has(set, y)) {
+				set[y >> 6] |= 1ull << (y & 63);
+				w->stack[top++] = y;
+			}
+	}
+}
+
+/* Every upset: from the empty set, add a node whose successors are all
+ * in (and with tie groups, what close_ties() adds with it). */
 static int upsets(struct ws *w)
 {
 	const struct piper_inst *pi = w->pi;
@@ -159,6 +194,8 @@ static int upsets(struct ws *w)
 				continue;
 			memcpy(next, cur, (size_t)w->words * sizeof *next);
 			next[v >> 6] |= 1ull << (v & 63);
+			if (w->tie)
+				close_ties(w, next, v);
 			if (find(w, next) < 0)
 				rc = add(w, next);
 		}
@@ -616,7 +653,14 @@ static int reconstruct(struct ws *w, struct stage_buf *sb, long I, int k, int s,
 int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 		struct piper_result *res)
 {
-	struct ws w = { .pi = pi, .n = pi->nnodes, .K = pi->max_devices, .max_ideals = max_ideals };
+	return piper_solve_tied(pi, NULL, max_ideals, budget_s, res);
+}
+
+int piper_solve_tied(const struct piper_inst *pi, const int *tie, long max_ideals,
+		     double budget_s, struct piper_result *res)
+{
+	struct ws w = { .pi = pi, .tie = tie, .n = pi->nnodes, .K = pi->max_devices,
+			.max_ideals = max_ideals };
 	struct stage_buf sb = { 0 };
 	size_t hsize = 16;
 	int rc;
@@ -633,7 +677,8 @@ int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 	w.hash = calloc(hsize, sizeof *w.hash);
 	w.sets = malloc((size_t)w.cap * (size_t)w.words * sizeof *w.sets);
 	w.size = malloc((size_t)w.cap * sizeof *w.size);
-	if (!w.hash || !w.sets || !w.size) {
+	w.stack = tie ? malloc(((size_t)w.n + 1) * sizeof *w.stack) : NULL;
+	if (!w.hash || !w.sets || !w.size || (tie && !w.stack)) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
@@ -686,6 +731,7 @@ int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 	}
 out:
 	piper_stage_buf_release(&sb);
+	free(w.stack);
 	free(w.first);
 	free(w.hash);
 	free(w.sets);

@@ -52,6 +52,15 @@ struct piper_result {
  * the DAG has more than max_ideals upsets or the budget runs out. */
 int piper_solve(const struct piper_inst *pi, long max_ideals, double budget_s,
 		struct piper_result *res);
+/* The same where some nodes must share a stage: tie[v] is the next node
+ * of v's group in a cycle through it (v itself when alone; NULL: no
+ * groups).  The DP then visits only the upsets that hold each group
+ * whole or not at all, so every stage, a difference of two of them,
+ * holds a group whole or none of it: what layers whose operators tie
+ * their weights (`tie=`, models/FORMAT.md) need, to run on the same
+ * devices (planners/piper.c). */
+int piper_solve_tied(const struct piper_inst *pi, const int *tie, long max_ideals,
+		     double budget_s, struct piper_result *res);
 
 /* The TPS of one stage with its configurations chosen as the DP chooses
  * them: nodes in[] (a convex set), degrees t and d, y micro-batches in

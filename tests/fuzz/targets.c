@@ -5,7 +5,7 @@
  * user's file would be (.txt, .json, ops.csv, clusters.csv).  A status
  * other than AP_OK must come with a message: before each parse the last
  * message is set to a sentinel, and a failure that leaves it in place
- * reported nothing (core/err.h).
+ * reported nothing (core/util/err.h).
  */
 #include "targets.h"
 
@@ -24,6 +24,7 @@
 #include "model/model_io.h"
 #include "model/piper_inst.h"
 #include "model/piper_io.h"
+#include "hw/piper_machine.h"
 #include "plan/plan.h"
 #include "hw/profile.h"
 #include "plan/plan_io.h"
@@ -177,7 +178,7 @@ static int run_model(const uint8_t *data, size_t size)
 	return rc;
 }
 
-/* (2) A PipeDream graph.txt profile (core/pipedream.c). */
+/* (2) A PipeDream graph.txt profile (core/model/pipedream_io.c). */
 static int run_pipedream(const uint8_t *data, size_t size)
 {
 	char path[PATH_MAX];
@@ -193,7 +194,7 @@ static int run_pipedream(const uint8_t *data, size_t size)
 	return rc;
 }
 
-/* (3) A profile's ops.csv (core/profile.c), next to a fixed device.csv. */
+/* (3) A profile's ops.csv (core/hw/profile.c), next to a fixed device.csv. */
 static int run_profile(const uint8_t *data, size_t size)
 {
 	char path[PATH_MAX];
@@ -211,7 +212,7 @@ static int run_profile(const uint8_t *data, size_t size)
 
 /* (4) A cluster: the first line is the argument of -c (an inline spec or a
  * preset name); the lines after it, when there are any, are the
- * clusters.csv the name is looked up in (core/cluster.c). */
+ * clusters.csv the name is looked up in (core/hw/cluster.c). */
 static int run_cluster(const uint8_t *data, size_t size)
 {
 	char *text = text_of(data, size), *nl;
@@ -242,7 +243,7 @@ static int run_cluster(const uint8_t *data, size_t size)
 	return rc;
 }
 
-/* (5) A plan JSON (core/plan_read.c) read against models/mlp.model: peeked as
+/* (5) A plan JSON (core/plan/plan_read.c) read against models/mlp.model: peeked as
  * `autopar sim` does first, read, then checked against 1x2:v100. */
 static int run_plan(const uint8_t *data, size_t size)
 {
@@ -285,7 +286,7 @@ static int run_matrix(const uint8_t *data, size_t size)
 	return rc;
 }
 
-/* (7) Piper's JSON planner input (core/piper_io.c), and the cluster it
+/* (7) Piper's JSON planner input (core/model/piper_io.c), and the cluster it
  * describes. */
 static int run_piper(const uint8_t *data, size_t size)
 {

@@ -15,7 +15,7 @@
 struct fuzz_target {
 	const char *name; /* the harness and its corpus dir tests/fuzz/corpus/NAME */
 	/* The parser's status: AP_OK, or AP_EINPUT / AP_EFAIL with a message
-	 * recorded (core/err.h); FUZZ_ESILENT when it failed without one. */
+	 * recorded (core/util/err.h); FUZZ_ESILENT when it failed without one. */
 	int (*run)(const uint8_t *data, size_t size);
 };
 

@@ -1,0 +1,157 @@
+/*
+ * Tied weights for the planners (ties.h): tie groups, their spans over an
+ * order of the operators, the cuts of an order that keep them whole, and
+ * the check plan_validate() makes, quietly.
+ */
+#include "algo/ties.h"
+
+#include <stdlib.h>
+
+#include "util/err.h"
+
+int ties_any(const struct graph *g)
+{
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].a.tie >= 0)
+			return 1;
+	return 0;
+}
+
+/* The operator i's tie group is named by: the end of its chain of ties.
+ * A tie names an earlier operator (the model reader resolves it among the
+ * operators read so far), so the chain ends; the bound only guards it. */
+static int root_of(const struct graph *g, int i)
+{
+	for (int k = 0; k < g->nops && g->ops[i].a.tie >= 0; k++)
+		i = g->ops[i].a.tie;
+	return i;
+}
+
+int ties_ring(const struct graph *g, int **ring)
+{
+	int n = g->nops, *r = malloc(((size_t)n + 1) * sizeof *r);
+	int *first = malloc(((size_t)n + 1) * sizeof *first);
+	int *last = malloc(((size_t)n + 1) * sizeof *last);
+
+	if (!r || !first || !last) {
+		free(r);
+		free(first);
+		free(last);
+		*ring = NULL;
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (int i = 0; i < n; i++) {
+		r[i] = i;
+		first[i] = last[i] = -1;
+	}
+	/* the members of each group in index order, the last back to the
+	 * first */
+	for (int i = 0; i < n; i++) {
+		int t = root_of(g, i);
+
+		if (last[t] >= 0)
+			r[last[t]] = i;
+		else
+			first[t] = i;
+		last[t] = i;
+	}
+	for (int t = 0; t < n; t++)
+		if (last[t] >= 0)
+			r[last[t]] = first[t];
+	free(first);
+	free(last);
+	*ring = r;
+	return AP_OK;
+}
+
+void ties_span(const struct graph *g, const int *pos, int *lo, int *hi)
+{
+	for (int i = 0; i < g->nops; i++)
+		lo[i] = hi[i] = pos[i];
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].a.tie >= 0) {
+			int t = root_of(g, i);
+
+			lo[t] = pos[i] < lo[t] ? pos[i] : lo[t];
+			hi[t] = pos[i] > hi[t] ? pos[i] : hi[t];
+		}
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].a.tie >= 0) {
+			int t = root_of(g, i);
+
+			lo[i] = lo[t];
+			hi[i] = hi[t];
+		}
+}
+
+int ties_cuts(const struct graph *g, const int *order, char *keep)
+{
+	int n = g->nops, *pos = calloc((size_t)n + 1, sizeof *pos);
+	int *lo = malloc(((size_t)n + 1) * sizeof *lo), *hi = malloc(((size_t)n + 1) * sizeof *hi);
+	int *open = calloc((size_t)n + 2, sizeof *open);
+
+	if (!pos || !lo || !hi || !open) {
+		free(pos);
+		free(lo);
+		free(hi);
+		free(open);
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	}
+	for (int k = 0; k < n; k++)
+		pos[order[k]] = k;
+	ties_span(g, pos, lo, hi);
+	/* a group from lo to hi is split by the cuts before lo + 1 .. hi */
+	for (int i = 0; i < n; i++)
+		if (lo[i] < hi[i]) {
+			open[lo[i] + 1]++;
+			open[hi[i] + 1]--;
+		}
+	for (int k = 0, depth = 0; k <= n; k++) {
+		depth += open[k];
+		keep[k] = depth == 0;
+	}
+	free(pos);
+	free(lo);
+	free(hi);
+	free(open);
+	return AP_OK;
+}
+
+/* The index of stage id in p->stages, -1 when none has it. */
+static int stage_index(const struct plan *p, int id)
+{
+	for (int s = 0; s < p->nstages; s++)
+		if (p->stages[s].id == id)
+			return s;
+	return -1;
+}
+
+int ties_kept(const struct plan *p, const struct graph *g)
+{
+	for (int i = 0; i < g->nops && i < p->nops; i++) {
+		int j = g->ops[i].a.tie;
+		const struct plan_op *a = &p->ops[i], *b;
+
+		if (j < 0 || j >= p->nops)
+			continue;
+		b = &p->ops[j];
+		if (a->ndev != b->ndev)
+			return 0;
+		for (int k = 0; k < a->ndev; k++) {
+			int found = 0;
+
+			for (int l = 0; l < b->ndev && !found; l++)
+				found = a->devices[k] == b->devices[l];
+			if (!found)
+				return 0;
+		}
+		if (a->stage != b->stage) {
+			int sa = stage_index(p, a->stage), sb = stage_index(p, b->stage);
+
+			if ((sa >= 0 && plan_stage_replicas(p, sa) > 1) ||
+			    (sb >= 0 && plan_stage_replicas(p, sb) > 1))
+				return 0;
+		}
+	}
+	return 1;
+}
