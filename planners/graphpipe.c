@@ -83,6 +83,7 @@
 #include "planner.h"
 #include "sim/sim.h"
 #include "plan/plan_build.h"
+#include "cost/cost.h"
 
 /* --- plans ---------------------------------------------------------------- */
 

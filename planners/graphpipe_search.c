@@ -57,6 +57,7 @@
 #include "util/grow.h"
 #include "sim/sim.h"
 #include "plan/plan_check.h"
+#include "cost/cost.h"
 
 /* How the last piece of a DP cell was made. */
 enum {

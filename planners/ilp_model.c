@@ -22,6 +22,7 @@
 #include "model/ops.h"
 #include "plan/plan_check.h"
 #include "plan/plan_build.h"
+#include "cost/cost.h"
 
 #define MAX_SPLIT_DIMS 2
 

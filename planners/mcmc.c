@@ -64,7 +64,9 @@
 #include "planner.h"
 #include "sim/sim.h"
 #include "plan/plan_build.h"
+#include "plan/plan_check.h"
 #include "sim/sim_delta.h"
+#include "cost/cost.h"
 
 /* A chain runs at least this many proposals, or as many as there are
  * single-operator moves when that is fewer, before it may stop for want
@@ -203,19 +205,6 @@ static int random_config(struct mcmc *mc, struct plan *p, int i)
 	return plan_place(p, i, 0, mc->cfg[k], mc->devs);
 }
 
-/* Whether ops a and b run on the same set of devices. */
-static int same_devices(const struct plan_op *a, const struct plan_op *b)
-{
-	int same = a->ndev == b->ndev;
-
-	for (int k = 0; k < a->ndev && same; k++) {
-		same = 0;
-		for (int l = 0; l < b->ndev && !same; l++)
-			same = a->devices[k] == b->devices[l];
-	}
-	return same;
-}
-
 /* Puts op j of p on op i's devices with a random configuration of j's
  * space on that many; *ok 0 (and j unchanged) when it has none. */
 static int place_like(struct mcmc *mc, struct plan *p, int j, int i, int *ok)
@@ -255,7 +244,7 @@ static int follow_ties(struct mcmc *mc, struct plan *p, int i, int *n)
 	*n = 1;
 	mc->chg[0] = i;
 	for (int j = mc->ring[i]; j != i && ok && !st; j = mc->ring[j]) {
-		if (same_devices(&p->ops[i], &p->ops[j]))
+		if (plan_same_devices(&p->ops[i], &p->ops[j]))
 			continue;
 		memcpy(mc->tie_deg[*n], p->ops[j].degree, sizeof mc->tie_deg[0]);
 		memcpy(mc->tie_devs + (size_t)*n * mc->ndev, p->ops[j].devices,

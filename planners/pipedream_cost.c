@@ -100,6 +100,7 @@
 #include "pipedream_impl.h"
 #include "sim/sim.h"
 #include "plan/plan_check.h"
+#include "cost/cost.h"
 
 /* --- units ---------------------------------------------------------------- */
 

@@ -63,6 +63,7 @@
 #include "model/ops.h"
 #include "plan/plan_check.h"
 #include "plan/plan_build.h"
+#include "cost/cost.h"
 
 /* The micro-batches of a model's batch: the option, or the smallest
  * divisor of the batch at least nd. */

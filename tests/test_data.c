@@ -11,6 +11,7 @@
 #include "util/err.h"
 #include "model/model_io.h"
 #include "hw/profile.h"
+#include "cost/cost.h"
 
 static void test_presets_have_profiles(void **state)
 {

@@ -15,20 +15,12 @@ static char build_dir[1024];
 static void test_layout(void **state)
 {
 	char cmd[1200], out[8192];
-	int st;
-	FILE *p;
-	size_t n;
 
 	(void)state;
 	snprintf(cmd, sizeof cmd, "scripts/check-layout '%s' 2>&1", build_dir);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, sizeof out - 1, p);
-	out[n] = 0;
-	st = pclose(p);
-	print_message("%s", out);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	if (test_shell(cmd, out, sizeof out) != 0)
 		fail_msg("scripts/check-layout %s failed:\n%s", build_dir, out);
+	print_message("%s", out);
 }
 
 int main(int argc, char **argv)

@@ -158,68 +158,27 @@ static void search(struct ex *x, unsigned cur)
 	}
 }
 
-/* The DP finds the exhaustive optimum (or that nothing fits) on 300
- * random DAGs of 1 to 5 nodes. */
-static void test_exact_on_tiny_dags(void **state)
+/* The DP against the exhaustive search on 300 random DAGs: of 1 to 5
+ * nodes; or, tied, of 2 to 5 nodes of which a random pair or triple must
+ * share a stage (piper_solve_tied()), the search then going over the
+ * plans whose every stage holds all of them or none.  The DP finds the
+ * optimum (or that nothing fits), and its stages cover every node once,
+ * within the devices, its worst stage being its TPS and, tied, every
+ * stage holding the group whole or not at all. */
+static void against_exhaustive(int tied)
 {
 	int feasible = 0;
 
-	(void)state;
 	for (int k = 0; k < 300; k++) {
 		struct piper_inst pi;
 		struct piper_result r;
 		struct ex x = { .best = INFINITY };
+		int tie[8], grp[3], ng = 0, rc;
 
-		random_inst(&pi, 1 + k % 5);
+		random_inst(&pi, tied ? 2 + k % 4 : 1 + k % 5);
 		x.pi = &pi;
-		search(&x, (1u << pi.nnodes) - 1);
-		assert_int_equal(piper_solve(&pi, 40000, 0, &r), AP_OK);
-		if (isinf(x.best) != isinf(r.tps) ||
-		    (isfinite(x.best) && fabs(r.tps - x.best) > 1e-9 * x.best))
-			fail_msg("instance %d (%d nodes, %d edges, %d devices, N %d): DP %.12g, "
-				 "exhaustive %.12g", k, pi.nnodes, pi.nedges, pi.max_devices, pi.mbs,
-				 r.tps, x.best);
-		if (isfinite(r.tps)) {
-			int dev = 0, covered = 0;
-
-			feasible++;
-			/* the solution's stages cover every node once, within the
-			 * devices, and its worst stage is its TPS */
-			double worst = 0;
-
-			for (int s = 0; s < r.nstages; s++) {
-				dev += r.stages[s].t * r.stages[s].d;
-				covered += r.stages[s].nnodes;
-				worst = fmax(worst, r.stages[s].tps);
-			}
-			assert_int_equal(covered, pi.nnodes);
-			assert_true(dev <= pi.max_devices);
-			assert_true(worst <= r.tps * (1 + 1e-9));
-		}
-		piper_result_release(&r);
-		piper_inst_release(&pi);
-	}
-	assert_true(feasible > 150);
-}
-
-/* Nodes that must share a stage (piper_solve_tied(): a random pair or
- * triple): the DP finds the optimum of the exhaustive search over the
- * plans whose every stage holds all of them or none, on 300 random DAGs
- * of 2 to 5 nodes, and its stages keep them together. */
-static void test_tied_on_tiny_dags(void **state)
-{
-	int feasible = 0;
-
-	(void)state;
-	for (int k = 0; k < 300; k++) {
-		struct piper_inst pi;
-		struct piper_result r;
-		struct ex x = { .best = INFINITY };
-		int tie[8], grp[3], ng;
-
-		random_inst(&pi, 2 + k % 4);
-		x.pi = &pi;
-		ng = pi.nnodes > 2 && k % 3 == 0 ? 3 : 2;
+		if (tied)
+			ng = pi.nnodes > 2 && k % 3 == 0 ? 3 : 2;
 		for (int v = 0; v < pi.nnodes; v++)
 			tie[v] = v;
 		for (int i = 0; i < ng; i++) {
@@ -231,25 +190,50 @@ static void test_tied_on_tiny_dags(void **state)
 		for (int i = 0; i < ng; i++)
 			tie[grp[i]] = grp[(i + 1) % ng];
 		search(&x, (1u << pi.nnodes) - 1);
-		assert_int_equal(piper_solve_tied(&pi, tie, 40000, 0, &r), AP_OK);
+		rc = tied ? piper_solve_tied(&pi, tie, 40000, 0, &r) : piper_solve(&pi, 40000, 0, &r);
+		assert_int_equal(rc, AP_OK);
 		if (isinf(x.best) != isinf(r.tps) ||
 		    (isfinite(x.best) && fabs(r.tps - x.best) > 1e-9 * x.best))
-			fail_msg("instance %d (%d nodes, %d edges, group %#x): DP %.12g, "
-				 "exhaustive %.12g", k, pi.nnodes, pi.nedges, x.tied, r.tps, x.best);
-		feasible += isfinite(r.tps);
-		for (int st = 0; st < r.nstages; st++) {
-			unsigned in = 0;
+			fail_msg("instance %d (%d nodes, %d edges, %d devices, N %d, group %#x): "
+				 "DP %.12g, exhaustive %.12g", k, pi.nnodes, pi.nedges,
+				 pi.max_devices, pi.mbs, x.tied, r.tps, x.best);
+		if (isfinite(r.tps)) {
+			int dev = 0, covered = 0;
+			double worst = 0;
 
-			for (int q = 0; q < r.stages[st].nnodes; q++)
-				in |= 1u << r.stages[st].nodes[q];
-			if ((in & x.tied) != 0 && (in & x.tied) != x.tied)
-				fail_msg("instance %d: stage %d holds part of group %#x", k, st,
-					 x.tied);
+			feasible++;
+			for (int s = 0; s < r.nstages; s++) {
+				unsigned in = 0;
+
+				dev += r.stages[s].t * r.stages[s].d;
+				covered += r.stages[s].nnodes;
+				worst = fmax(worst, r.stages[s].tps);
+				for (int q = 0; q < r.stages[s].nnodes; q++)
+					in |= 1u << r.stages[s].nodes[q];
+				if ((in & x.tied) != 0 && (in & x.tied) != x.tied)
+					fail_msg("instance %d: stage %d holds part of group %#x", k,
+						 s, x.tied);
+			}
+			assert_int_equal(covered, pi.nnodes);
+			assert_true(dev <= pi.max_devices);
+			assert_true(worst <= r.tps * (1 + 1e-9));
 		}
 		piper_result_release(&r);
 		piper_inst_release(&pi);
 	}
 	assert_true(feasible > 150);
+}
+
+static void test_exact_on_tiny_dags(void **state)
+{
+	(void)state;
+	against_exhaustive(0);
+}
+
+static void test_tied_on_tiny_dags(void **state)
+{
+	(void)state;
+	against_exhaustive(1);
 }
 
 /* The planner on the zoo through the command: plans validate and

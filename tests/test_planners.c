@@ -15,6 +15,7 @@
 #include "util/intmath.h"
 #include "sim/sim.h"
 #include "plan/plan_check.h"
+#include "cost/cost.h"
 
 #include <signal.h>
 #include <sys/wait.h>

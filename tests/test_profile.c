@@ -28,6 +28,7 @@
 #include "hw/profile.h"
 #include "hw/roofline.h"
 #include "model/ops.h"
+#include "cost/cost.h"
 
 /* A V100-like device: 15.7 TFLOPS float32, 900 GB/s, 5 us per launch. */
 static void test_device(struct device_spec *d)

@@ -87,6 +87,18 @@ static void test_microbatches(void **state)
 	rt_check_plan(plan, "tied_tiny, 1 stage x 2, 4 micro-batches");
 }
 
+/* The tied model at batch 8 in g, and p sized for it with nstages
+ * stages, for cpu-1x2, made by planner. */
+static void tied_plan_begin(struct graph *g, struct plan *p, int nstages, const char *planner)
+{
+	graph_init(g);
+	plan_init(p);
+	assert_int_equal(model_load("tied_tiny", 8, g), 0);
+	assert_int_equal(plan_alloc(p, g, nstages), 0);
+	snprintf(p->cluster, sizeof p->cluster, "cpu-1x2");
+	snprintf(p->planner, sizeof p->planner, "%s", planner);
+}
+
 /* Two stages under 1F1B: every op on rank 0 but the loss on rank 1. */
 static void test_pipeline_same_stage(void **state)
 {
@@ -97,12 +109,7 @@ static void test_pipeline_same_stage(void **state)
 	int dev[2] = { 0, 1 };
 
 	(void)state;
-	graph_init(&g);
-	plan_init(&p);
-	assert_int_equal(model_load("tied_tiny", 8, &g), 0);
-	assert_int_equal(plan_alloc(&p, &g, 2), 0);
-	snprintf(p.cluster, sizeof p.cluster, "cpu-1x2");
-	snprintf(p.planner, sizeof p.planner, "test-pipeline");
+	tied_plan_begin(&g, &p, 2, "test-pipeline");
 	plan_schedule(&p, SCHED_1F1B, 4);
 	for (int s = 0; s < 2; s++)
 		assert_int_equal(plan_stage(&p, s, &dev[s], 1, 0), 0);
@@ -150,12 +157,7 @@ static void csplit_plan(const char *path)
 	struct graph g;
 	struct plan p;
 
-	graph_init(&g);
-	plan_init(&p);
-	assert_int_equal(model_load("tied_tiny", 8, &g), 0);
-	assert_int_equal(plan_alloc(&p, &g, 1), 0);
-	snprintf(p.cluster, sizeof p.cluster, "cpu-1x2");
-	snprintf(p.planner, sizeof p.planner, "test-split");
+	tied_plan_begin(&g, &p, 1, "test-split");
 	assert_int_equal(plan_one_stage(&p, 2, SCHED_GPIPE, 1), 0);
 	for (int i = 0; i < g.nops; i++) {
 		const char *name = g.ops[i].name;

@@ -16,6 +16,7 @@
 #include "plan/sched.h"
 #include "plan/plan_build.h"
 #include "sim/sim_trace.h"
+#include "cost/cost.h"
 
 #include <jansson.h>
 

@@ -27,6 +27,7 @@
 #include "sim/sim.h"
 #include "plan/plan_build.h"
 #include "sim/sim_delta.h"
+#include "cost/cost.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

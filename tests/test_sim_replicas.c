@@ -10,6 +10,7 @@
 #include "simtest.h"
 #include "sim/sim_trace.h"
 #include "sim/sim_delta.h"
+#include "cost/cost.h"
 
 /* Two stages: stage 0 {x, a} (a linear of 16 x 16 + 16 = 272 parameters,
  * 1088 bytes) in r round-robin replicas of one device each (devices

@@ -37,8 +37,6 @@ static void compare_model(const char *model, int batch)
 {
 	char out[16384], plan[512], dump[512], cmd[2048], peer[1024];
 	const char *tree = getenv("AUTOPAR_DATA");
-	FILE *p;
-	size_t n;
 	int st;
 
 	if (!have_torch()) {
@@ -56,13 +54,9 @@ static void compare_model(const char *model, int batch)
 	snprintf(peer, sizeof peer, "%s/bench/torch_peer_cpu.py", tree && *tree ? tree : ".");
 	snprintf(cmd, sizeof cmd, "'%s' '%s' compare %s '%s' --tolerance 1e-4 2>&1", python_path(),
 		 peer, model, dump);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, sizeof out - 1, p);
-	out[n] = 0;
-	st = pclose(p);
+	st = test_shell(cmd, out, sizeof out);
 	print_message("%s", out);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	if (st != 0)
 		fail_msg("%s: PyTorch disagrees with autopar's first step:\n%s", model, out);
 	assert_non_null(strstr(out, "largest relative difference"));
 }

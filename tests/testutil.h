@@ -21,6 +21,7 @@
 #include "util/err.h"
 #include "plan/instance.h"
 #include "plan/plan.h"
+#include "plan/plan_check.h"
 
 /* A per-process temporary directory, made on first use. */
 static inline const char *tmp_dir(void)
@@ -102,6 +103,22 @@ static inline int test_autopar(const char *args, int both, char *out, size_t len
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Runs the shell command cmd with its standard output into out (len
+ * bytes; a command that wants its errors there too says 2>&1); returns
+ * its exit status (128 + signal when killed). */
+static inline int test_shell(const char *cmd, char *out, size_t len)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n;
+	int st;
+
+	assert_non_null(p);
+	n = fread(out, 1, len - 1, p);
+	out[n] = 0;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* A common statistic of a plan (plan.h: est_ms, bound_ms, gap), which the
  * test fails without (NAN). */
 static inline double test_present(double v, const char *name)
@@ -140,17 +157,11 @@ static inline void test_instance(struct instance *x, const char *model, const ch
 static inline void test_same_devices(const struct plan *p, const struct graph *g,
 				     const char *a, const char *b)
 {
-	int i = graph_find(g, a), j = graph_find(g, b), same;
+	int i = graph_find(g, a), j = graph_find(g, b);
 
 	if (i < 0 || j < 0)
 		fail_msg("%s: no op '%s' or '%s'", g->name, a, b);
-	same = p->ops[i].ndev == p->ops[j].ndev;
-	for (int k = 0; k < p->ops[i].ndev && same; k++) {
-		same = 0;
-		for (int l = 0; l < p->ops[j].ndev && !same; l++)
-			same = p->ops[i].devices[k] == p->ops[j].devices[l];
-	}
-	if (!same)
+	if (!plan_same_devices(&p->ops[i], &p->ops[j]))
 		fail_msg("%s of %s: '%s' (%d devices from %d) and '%s' (%d from %d) run on "
 			 "different devices", p->planner, g->name, a, p->ops[i].ndev,
 			 p->ops[i].devices[0], b, p->ops[j].ndev, p->ops[j].devices[0]);

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/err.h"
 #include "model/ops.h"
@@ -372,48 +373,105 @@ static void format_devices(const struct plan_op *po, char *buf, size_t len)
 		snprintf(buf + n, len - n, ", ...");
 }
 
+/* The index of stage id in p->stages, -1 when none has it. */
+static int stage_index(const struct plan *p, int id)
+{
+	for (int s = 0; s < p->nstages; s++)
+		if (p->stages[s].id == id)
+			return s;
+	return -1;
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* At once when the lists are alike, else by sorted copies, so that a pair
+ * on thousands of devices stays cheap. */
+int plan_same_devices(const struct plan_op *a, const struct plan_op *b)
+{
+	size_t n = (size_t)a->ndev;
+	int *x, *y, same;
+
+	if (a->ndev != b->ndev)
+		return 0;
+	if (n == 0 || !memcmp(a->devices, b->devices, n * sizeof *x))
+		return 1;
+	x = malloc(2 * n * sizeof *x);
+	if (!x) { /* out of memory: the quadratic walk needs none */
+		same = 1;
+		for (size_t k = 0; k < n && same; k++) {
+			same = 0;
+			for (size_t q = 0; q < n && !same; q++)
+				same = a->devices[k] == b->devices[q];
+		}
+		return same;
+	}
+	y = x + n;
+	memcpy(x, a->devices, n * sizeof *x);
+	memcpy(y, b->devices, n * sizeof *y);
+	qsort(x, n, sizeof *x, cmp_int);
+	qsort(y, n, sizeof *y, cmp_int);
+	same = !memcmp(x, y, n * sizeof *x);
+	free(x);
+	return same;
+}
+
 /* A tied weight is one tensor (tie=, models/FORMAT.md): the op that ties
  * and the op it ties to must hold it on the same devices, or the weight
  * would have to live twice and its two gradients be summed across
  * devices, which neither the simulator charges nor the runtime does.  So
  * both run on the same set of devices, and, when they sit in different
  * stages, neither stage has round-robin replicas (whose replicas run on
- * other devices in turn).  stamp[] marks the partner's devices. */
+ * other devices in turn). */
+enum plan_tie plan_tie_broken(const struct plan *p, const struct graph *g, int i)
+{
+	int j = g->ops[i].a.tie, sa, sb;
+	const struct plan_op *a = &p->ops[i], *b;
+
+	if (j < 0 || j >= p->nops)
+		return PLAN_TIE_KEPT;
+	b = &p->ops[j];
+	if (!plan_same_devices(a, b))
+		return PLAN_TIE_DEVICES;
+	sa = stage_index(p, a->stage);
+	sb = stage_index(p, b->stage);
+	if (a->stage != b->stage && ((sa >= 0 && plan_stage_replicas(p, sa) > 1) ||
+				     (sb >= 0 && plan_stage_replicas(p, sb) > 1)))
+		return PLAN_TIE_STAGE;
+	return PLAN_TIE_KEPT;
+}
+
 static int check_tie(struct vctx *v, int i)
 {
 	const struct op *op = &v->g->ops[i];
-	int j = op->a.tie, same;
-	const struct plan_op *a, *b;
+	const struct plan_op *a = &v->p->ops[i], *b;
 	char da[96], db[96];
 
-	if (j < 0)
+	switch (plan_tie_broken(v->p, v->g, i)) {
+	case PLAN_TIE_KEPT:
 		return AP_OK;
-	a = &v->p->ops[i];
-	b = &v->p->ops[j];
-	v->tag++;
-	for (int k = 0; k < b->ndev; k++)
-		v->stamp[b->devices[k]] = v->tag;
-	same = a->ndev == b->ndev;
-	for (int k = 0; k < a->ndev && same; k++)
-		same = v->stamp[a->devices[k]] == v->tag;
-	if (!same) {
+	case PLAN_TIE_DEVICES:
+		b = &v->p->ops[op->a.tie];
 		format_devices(a, da, sizeof da);
 		format_devices(b, db, sizeof db);
 		return ap_err(AP_EINPUT, v->path, 0,
 			      "ops.%s.devices: '%s' ties its weight to '%s', so both must run "
 			      "on the same devices, but '%s' runs on %s and '%s' on %s",
-			      op->name, op->name, v->g->ops[j].name, op->name, da,
-			      v->g->ops[j].name, db);
+			      op->name, op->name, v->g->ops[op->a.tie].name, op->name, da,
+			      v->g->ops[op->a.tie].name, db);
+	case PLAN_TIE_STAGE:
+		break;
 	}
-	if (a->stage != b->stage &&
-	    (plan_stage_replicas(v->p, v->pos[a->stage]) > 1 ||
-	     plan_stage_replicas(v->p, v->pos[b->stage]) > 1))
-		return ap_err(AP_EINPUT, v->path, 0,
-			      "ops.%s.stage: '%s' ties its weight to '%s', so both must run on "
-			      "the same devices, but they are in stages %d and %d, which have "
-			      "round-robin replicas running on other devices",
-			      op->name, op->name, v->g->ops[j].name, a->stage, b->stage);
-	return AP_OK;
+	return ap_err(AP_EINPUT, v->path, 0,
+		      "ops.%s.stage: '%s' ties its weight to '%s', so both must run on the same "
+		      "devices, but they are in stages %d and %d, which have round-robin "
+		      "replicas running on other devices",
+		      op->name, op->name, v->g->ops[op->a.tie].name, a->stage,
+		      v->p->ops[op->a.tie].stage);
 }
 
 /* Weights, their gradients and the optimizer's momentum: the cost model's

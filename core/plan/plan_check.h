@@ -11,6 +11,21 @@
 #include "model/graph.h"
 #include "plan/plan.h"
 
+/* Whether ops a and b run on the same set of devices (each list holding
+ * distinct devices, as plan_validate() requires). */
+int plan_same_devices(const struct plan_op *a, const struct plan_op *b);
+
+/* Whether op i of g, where it ties its weight to another (tie=), runs as
+ * plan_validate() requires: on the same set of devices as that op, and in
+ * its stage where either stage has round-robin replicas.  Planners that
+ * build plans by changing them test their candidates with it. */
+enum plan_tie {
+	PLAN_TIE_KEPT,    /* kept, or op i ties to nothing */
+	PLAN_TIE_DEVICES, /* the two run on different sets of devices */
+	PLAN_TIE_STAGE,   /* in different stages, one with round-robin replicas */
+};
+enum plan_tie plan_tie_broken(const struct plan *p, const struct graph *g, int i);
+
 /* Checks against the model and the cluster (plan_check.c): the plan's
  * batch is g's and the micro-batches divide it; stage ids are
  * 0..nstages-1, each stage has devices of the cluster, `next` names stages

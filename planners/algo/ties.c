@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include "plan/plan_check.h"
 #include "util/err.h"
 
 int ties_any(const struct graph *g)
@@ -117,41 +118,10 @@ int ties_cuts(const struct graph *g, const int *order, char *keep)
 	return AP_OK;
 }
 
-/* The index of stage id in p->stages, -1 when none has it. */
-static int stage_index(const struct plan *p, int id)
-{
-	for (int s = 0; s < p->nstages; s++)
-		if (p->stages[s].id == id)
-			return s;
-	return -1;
-}
-
 int ties_kept(const struct plan *p, const struct graph *g)
 {
-	for (int i = 0; i < g->nops && i < p->nops; i++) {
-		int j = g->ops[i].a.tie;
-		const struct plan_op *a = &p->ops[i], *b;
-
-		if (j < 0 || j >= p->nops)
-			continue;
-		b = &p->ops[j];
-		if (a->ndev != b->ndev)
+	for (int i = 0; i < g->nops && i < p->nops; i++)
+		if (plan_tie_broken(p, g, i) != PLAN_TIE_KEPT)
 			return 0;
-		for (int k = 0; k < a->ndev; k++) {
-			int found = 0;
-
-			for (int l = 0; l < b->ndev && !found; l++)
-				found = a->devices[k] == b->devices[l];
-			if (!found)
-				return 0;
-		}
-		if (a->stage != b->stage) {
-			int sa = stage_index(p, a->stage), sb = stage_index(p, b->stage);
-
-			if ((sa >= 0 && plan_stage_replicas(p, sa) > 1) ||
-			    (sb >= 0 && plan_stage_replicas(p, sb) > 1))
-				return 0;
-		}
-	}
 	return 1;
 }
