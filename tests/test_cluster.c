@@ -169,6 +169,25 @@ static void test_resolve_preset(void **state)
 	assert_int_equal(cluster_ndevices(&c), 32);
 	assert_int_equal(c.mem_bytes, 80 * GiB);
 	assert_true(c.intra.bw_bytes_per_s == 450e9);
+
+	/* Selene as Megatron-LM (SC 2021) ran on it: DGX A100 80 GB nodes,
+	 * NVSwitch inside, 8 x 200 Gb/s HDR per node; PRESET:NODES is the
+	 * preset on that many nodes, named as given (a plan records it) */
+	assert_int_equal(cluster_resolve("selene", NULL, &c), AP_OK);
+	assert_int_equal(cluster_ndevices(&c), 3072);
+	assert_string_equal(c.device, "a100");
+	assert_string_equal(c.profile, "a100-analytic");
+	assert_int_equal(c.mem_bytes, 80 * GiB);
+	assert_true(c.intra.bw_bytes_per_s == 300e9);
+	assert_true(c.inter.bw_bytes_per_s == 200e9);
+	assert_int_equal(cluster_resolve("selene:64", NULL, &c), AP_OK);
+	assert_string_equal(c.name, "selene:64");
+	assert_int_equal(c.nodes, 64);
+	assert_int_equal(c.per_node, 8);
+	assert_true(c.inter.bw_bytes_per_s == 200e9);
+	assert_int_equal(cluster_resolve("pipedream-a:2", clusters_csv, &c), AP_OK);
+	assert_int_equal(cluster_ndevices(&c), 8);
+	assert_true(c.inter.bw_bytes_per_s == 1.25e9);
 }
 
 static void test_devices_shipped(void **state)
@@ -395,6 +414,11 @@ static void test_bad_specs(void **state)
 		{ "4x4:v100,intra_lat=0us", "intra_lat '0us'" },
 		{ "1024x2048:v100", "more than" },
 		{ "2000000x2:v100", "node count '2000000'" },
+		{ "pipedream-a:0", "node count '0'" },
+		{ "pipedream-a:x", "PRESET:NODES" },
+		{ "pipedream-a:", "node count ''" },
+		{ "pipedream-a:600000", "more than" },
+		{ "no-such-preset:4", "unknown cluster" },
 		{ "4x4:v100,intra=450.000000000GB/s,inter=400.000000000GB/s,"
 		  "intra_lat=2.000000000us,inter_lat=2.000000000us,mem=16.0000000000000000GiB",
 		  "longer than" },

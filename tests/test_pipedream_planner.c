@@ -17,6 +17,7 @@
 #include "util/datadir.h"
 #include "util/err.h"
 #include "model/model_io.h"
+#include "cost/cost.h"
 #include "driver.h"
 #include "planner.h"
 #include "sim/sim.h"
@@ -306,8 +307,21 @@ static void plans_everywhere(const char *model)
 		struct plan p;
 
 		test_instance(&x, model, NULL, clusters[c]);
-		if (run("pipedream", &x, &p) != AP_OK)
+		if (run("pipedream", &x, &p) != AP_OK) {
+			struct graph_totals t;
+
+			/* the Megatron-LM family (billions of parameters, its
+			 * head tied to its embedding, so one stage) is sized for
+			 * thousands of A100s: refused for memory, saying so */
+			graph_totals(&x.g, &t);
+			if (cost_state_factor(OPTIMIZER_SGD) * t.param_bytes > x.c.mem_bytes &&
+			    strstr(ap_last_error(), "memory")) {
+				plan_release(&p);
+				instance_release(&x);
+				continue;
+			}
 			fail_msg("%s on %s: %s", model, clusters[c], ap_last_error());
+		}
 		assert_true(simulate(&x, &p) > 0);
 		assert_true(test_present(p.est_ms, "planner_est_ms") > 0);
 		plan_release(&p);
@@ -315,8 +329,9 @@ static void plans_everywhere(const char *model)
 	}
 }
 
-/* All 14 imported profiles and every zoo model plan on clusters A and B;
- * the plans validate (the driver checks), simulate and fit. */
+/* All 14 imported profiles and every zoo model whose weights fit a device
+ * plan on clusters A and B; the plans validate (the driver checks),
+ * simulate and fit. */
 static void test_every_model_plans(void **state)
 {
 	char dir[4096], name[300];

@@ -494,26 +494,51 @@ int cluster_resolve(const char *spec, const char *csv_path, struct cluster *out)
 {
 	struct cluster *c = NULL;
 	char def[4096];
-	int rc, n = 0;
+	const char *colon;
+	int rc, n = 0, nodes = 0;
 
 	if (!csv_path)
 		csv_path = datapath(def, sizeof def, "profiles/clusters.csv");
 	if (!spec || !*spec)
 		return ap_err(AP_EINPUT, NULL, 0,
 			      "empty cluster name (expected a preset such as pipedream-a or a spec such as 4x4:v100)");
-	if (strchr(spec, ':') || isdigit((unsigned char)spec[0]))
+	/* NODESxPER_NODE:DEVICE starts with a number; a preset's name with a
+	 * letter (spec_name_valid()) */
+	colon = strchr(spec, ':');
+	if (isdigit((unsigned char)spec[0]) || spec[0] == '-' || spec[0] == '+')
 		return parse_inline(spec, csv_path, out);
-
+	if (strlen(spec) >= sizeof out->name)
+		return ap_err(AP_EINPUT, NULL, 0,
+			      "cluster '%s' is longer than %zu characters", spec,
+			      sizeof out->name - 1);
+	/* PRESET:NODES: the preset's nodes, links and devices, NODES of them */
+	if (colon && positive_count(colon + 1, &nodes) != 0)
+		return ap_err(AP_EINPUT, NULL, 0,
+			      "cluster '%s': node count '%s' is not a positive whole number (expected PRESET:NODES such as selene:384, or NODESxPER_NODE:DEVICE such as 4x4:v100)",
+			      spec, colon + 1);
 	rc = cluster_load_presets(csv_path, &c, &n);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++)
-		if (strcmp(c[i].name, spec) == 0) {
+		if (strncmp(c[i].name, spec, colon ? (size_t)(colon - spec) : strlen(spec) + 1) == 0 &&
+		    (!colon || c[i].name[colon - spec] == 0)) {
 			*out = c[i];
+			if (!colon)
+				goto out;
+			if ((long)nodes * out->per_node > MAX_DEVICES) {
+				rc = ap_err(AP_EINPUT, NULL, 0,
+					    "cluster '%s': %d nodes x %d is more than %d devices",
+					    spec, nodes, out->per_node, MAX_DEVICES);
+				goto out;
+			}
+			out->nodes = nodes;
+			snprintf(out->name, sizeof out->name, "%s", spec);
+			snprintf(out->description, sizeof out->description, "%d nodes of %s",
+				 nodes, c[i].name);
 			goto out;
 		}
 	rc = ap_err(AP_EINPUT, NULL, 0,
-		    "unknown cluster '%s': not a preset of '%s' (`autopar clusters` shows the presets) nor an inline spec such as 4x4:v100",
+		    "unknown cluster '%s': not a preset of '%s' (`autopar clusters` shows the presets; PRESET:NODES sets their node count) nor an inline spec such as 4x4:v100",
 		    spec, csv_path);
 out:
 	free(c);

@@ -37,7 +37,8 @@ enum link_class { LINK_SELF, LINK_INTRA, LINK_INTER };
 /* Reads every preset of a clusters.csv. */
 int cluster_load_presets(const char *csv_path, struct cluster **out, int *n);
 
-/* Resolves a preset name (from csv_path) or an inline spec
+/* Resolves a preset name (from csv_path), a preset on another node count
+ * "PRESET:NODES" (selene:384), or an inline spec
  * "NODESxPER_NODE:DEVICE[,intra=BW][,inter=BW][,intra_lat=T][,inter_lat=T][,mem=BYTES]".
  * Bandwidths take B/s, KB/s, MB/s, GB/s, TB/s (bytes, powers of 1000) or
  * Kb/s, Mb/s, Gb/s, Tb/s (bits); times take s, ms, us, ns; sizes take
