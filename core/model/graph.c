@@ -181,6 +181,13 @@ void shape_format(const struct shape *s, char *buf, size_t len)
 				      (long long)s->size[i]);
 }
 
+/* *sum + v, held at INT64_MAX past it. */
+static void add_sat(int64_t *sum, int64_t v)
+{
+	if (__builtin_add_overflow(*sum, v, sum))
+		*sum = INT64_MAX;
+}
+
 void graph_totals(const struct graph *g, struct graph_totals *t)
 {
 	memset(t, 0, sizeof *t);
@@ -188,11 +195,11 @@ void graph_totals(const struct graph *g, struct graph_totals *t)
 	for (int i = 0; i < g->nops; i++) {
 		const struct op *op = &g->ops[i];
 
-		t->params += op->params;
-		t->fwd_macs += op->fwd_macs;
-		t->bwd_macs += op->bwd_macs;
-		t->act_bytes += op->out_bytes;
-		t->param_bytes += op->params * BYTES_PER_ELEM;
+		add_sat(&t->params, op->params);
+		add_sat(&t->fwd_macs, op->fwd_macs);
+		add_sat(&t->bwd_macs, op->bwd_macs);
+		add_sat(&t->act_bytes, op->out_bytes);
+		add_sat(&t->param_bytes, op->params * BYTES_PER_ELEM);
 		if (op->m.valid) {
 			t->fwd_us += op->m.fwd_us;
 			t->bwd_us += op->m.bwd_us;

@@ -163,6 +163,9 @@ struct graph_totals {
 	double fwd_us, bwd_us; /* sums of measured times, when every op has them */
 	int measured;
 };
+/* Each op is within the limits of models/FORMAT.md, but a trillion
+ * parameters at a batch of thousands pass 2^63 backward MACs in all: a
+ * total is held at INT64_MAX then. */
 void graph_totals(const struct graph *g, struct graph_totals *t);
 
 /* Consumers of every op, as CSR arrays (ofs has nops+1 entries). */
