@@ -32,25 +32,16 @@
 #include "model/needs.h"
 #include "plan/sched.h"
 
-/* The index in p->stages of stage id `id`. */
-static int stage_index(const struct plan *p, int id)
-{
-	for (int s = 0; s < p->nstages; s++)
-		if (p->stages[s].id == id)
-			return s;
-	return 0; /* validated plans name their stages */
-}
-
 int exec_replica_rank(const struct plan *p, int i, int k, int g)
 {
-	int s = stage_index(p, p->ops[i].stage), d = p->ops[i].devices[k];
+	int s = plan_stage_index(p, p->ops[i].stage), d = p->ops[i].devices[k];
 
 	return g ? plan_replica_device(p, s, d, g) : d;
 }
 
 int exec_op_replicas(const struct plan *p, int i)
 {
-	return plan_stage_replicas(p, stage_index(p, p->ops[i].stage));
+	return plan_stage_replicas(p, plan_stage_index(p, p->ops[i].stage));
 }
 
 int exec_ranks(const struct plan *p)

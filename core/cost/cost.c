@@ -83,18 +83,6 @@ int cost_link_resources(const struct cluster *c)
 	return ndev * ndev + 2 * c->nodes;
 }
 
-/* The next coordinate in row-major order below lim[], from first[] (zeros
- * when NULL) again after the last; 0 when it wraps around. */
-static int next_coord(int *idx, const int *first, const int *lim)
-{
-	for (int d = NDIMS - 1; d >= 0; d--) {
-		if (++idx[d] < lim[d])
-			return 1;
-		idx[d] = first ? first[d] : 0;
-	}
-	return 0;
-}
-
 /* Adds a transfer of `bytes` from src to dst to the busy time of the
  * links it occupies (cost_link_resources()); the busier one after it. */
 static double occupy(const struct cluster *c, int src, int dst, double bytes, double *busy)
@@ -160,9 +148,9 @@ double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, con
 			dst = cb + kc;
 			if (vol > 0 && src != dst)
 				worst = fmax(worst, occupy(c, src, dst, (double)vol, busy));
-		} while (next_coord(pi, first, last));
+		} while (shard_coord_next(pi, first, last));
 		kc++;
-	} while (next_coord(ci, NULL, dc));
+	} while (shard_coord_next(ci, NULL, dc));
 	return g->ops[p].kind == OP_INPUT ? worst : 2 * worst;
 }
 

@@ -157,6 +157,19 @@ int64_t shape_size(const struct shape *s, enum dim_kind d); /* 1 if absent */
 int64_t shape_extent(const struct shape *s, enum dim_kind d, int64_t mb_n);
 void shape_format(const struct shape *s, char *buf, size_t len);
 
+/* The next shard coordinate in row-major order over n, c, h, w, l (l
+ * fastest, the layout of plan.h) below lim[], starting again from first[]
+ * (all zeros when NULL); 0 when it wraps around. */
+static inline int shard_coord_next(int idx[NDIMS], const int *first, const int *lim)
+{
+	for (int d = NDIMS - 1; d >= 0; d--) {
+		if (++idx[d] < lim[d])
+			return 1;
+		idx[d] = first ? first[d] : 0;
+	}
+	return 0;
+}
+
 /* Whole-graph totals. */
 struct graph_totals {
 	int64_t params, fwd_macs, bwd_macs, act_bytes, param_bytes;

@@ -65,6 +65,14 @@ int plan_mixed_microbatches(const struct plan *p)
 	return 0;
 }
 
+int plan_stage_index(const struct plan *p, int id)
+{
+	for (int s = 0; s < p->nstages; s++)
+		if (p->stages[s].id == id)
+			return s;
+	return -1;
+}
+
 int plan_stage_replicas(const struct plan *p, int s)
 {
 	return p->stages[s].replicas > 1 ? p->stages[s].replicas : 1;

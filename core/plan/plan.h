@@ -112,6 +112,9 @@ int sched_parse(const char *s, enum sched_kind *out);
 int plan_stage_microbatches(const struct plan *p, int s);
 /* Whether some stage's micro-batch count differs from the schedule's. */
 int plan_mixed_microbatches(const struct plan *p);
+/* The index in p->stages of the stage whose id is id; -1 when none has it
+ * (a validated plan's ops name their stages). */
+int plan_stage_index(const struct plan *p, int id);
 /* The round-robin replicas of stage index s (at least 1), and whether
  * any stage has more than one. */
 int plan_stage_replicas(const struct plan *p, int s);

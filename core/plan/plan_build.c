@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/intmath.h"
 #include "plan/plan_build.h"
 
 static int stage_ok(const struct plan *p, int s)
@@ -99,13 +100,6 @@ static int shards(const int degree[NDIMS])
 	return n;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
-}
-
 int plan_link_edges(struct plan *p, const struct graph *g)
 {
 	int st = AP_OK;
@@ -120,7 +114,7 @@ int plan_link_edges(struct plan *p, const struct graph *g)
 	/* each stage's successors in increasing order, as a chain's */
 	for (int s = 0; s < p->nstages && !st; s++)
 		if (p->stages[s].nnext > 1)
-			qsort(p->stages[s].next, (size_t)p->stages[s].nnext, sizeof(int), cmp_int);
+			qsort(p->stages[s].next, (size_t)p->stages[s].nnext, sizeof(int), int_cmp);
 	return st;
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/intmath.h"
 #include "model/ops.h"
 #include "cost/cost.h"
 
@@ -373,22 +374,6 @@ static void format_devices(const struct plan_op *po, char *buf, size_t len)
 		snprintf(buf + n, len - n, ", ...");
 }
 
-/* The index of stage id in p->stages, -1 when none has it. */
-static int stage_index(const struct plan *p, int id)
-{
-	for (int s = 0; s < p->nstages; s++)
-		if (p->stages[s].id == id)
-			return s;
-	return -1;
-}
-
-static int cmp_int(const void *x, const void *y)
-{
-	int a = *(const int *)x, b = *(const int *)y;
-
-	return (a > b) - (a < b);
-}
-
 /* At once when the lists are alike, else by sorted copies, so that a pair
  * on thousands of devices stays cheap. */
 int plan_same_devices(const struct plan_op *a, const struct plan_op *b)
@@ -413,8 +398,8 @@ int plan_same_devices(const struct plan_op *a, const struct plan_op *b)
 	y = x + n;
 	memcpy(x, a->devices, n * sizeof *x);
 	memcpy(y, b->devices, n * sizeof *y);
-	qsort(x, n, sizeof *x, cmp_int);
-	qsort(y, n, sizeof *y, cmp_int);
+	qsort(x, n, sizeof *x, int_cmp);
+	qsort(y, n, sizeof *y, int_cmp);
 	same = !memcmp(x, y, n * sizeof *x);
 	free(x);
 	return same;
@@ -437,8 +422,8 @@ enum plan_tie plan_tie_broken(const struct plan *p, const struct graph *g, int i
 	b = &p->ops[j];
 	if (!plan_same_devices(a, b))
 		return PLAN_TIE_DEVICES;
-	sa = stage_index(p, a->stage);
-	sb = stage_index(p, b->stage);
+	sa = plan_stage_index(p, a->stage);
+	sb = plan_stage_index(p, b->stage);
 	if (a->stage != b->stage && ((sa >= 0 && plan_stage_replicas(p, sa) > 1) ||
 				     (sb >= 0 && plan_stage_replicas(p, sb) > 1)))
 		return PLAN_TIE_STAGE;

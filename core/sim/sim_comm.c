@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "util/err.h"
+#include "util/intmath.h"
 
 /* The resources a transfer from device a to device b occupies: the
  * directed pair inside a node, or a's NIC sending and b's receiving. */
@@ -39,13 +40,6 @@ void sim_link_res(const struct sim *s, int a, int b, int res[2])
 		res[0] = s->w->res_nic + 2 * na;
 		res[1] = s->w->res_nic + 2 * nb + 1;
 	}
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
 }
 
 static int add_coll(struct sim_work *w, enum sim_task_kind kind, double dur_s,
@@ -182,7 +176,7 @@ int sim_layout_op_groups(struct sim *s, const struct plan *pl, int i)
 			for (int k = 1; k < r && sorted; k++)
 				sorted = w->scratch[k - 1] < w->scratch[k];
 			if (!sorted)
-				qsort(w->scratch, (size_t)r, sizeof(int), cmp_int);
+				qsort(w->scratch, (size_t)r, sizeof(int), int_cmp);
 			st = plan_allreduce(s, w->scratch, r, w->shard_params[base]);
 		}
 		gr->ncoll = w->ncoll - gr->coll_ofs;

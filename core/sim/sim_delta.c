@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/intmath.h"
 #include "sim/sim_transfers.h"
 #include "sim/sim_layout.h"
 #include "sim/sim_comm.h"
@@ -299,13 +300,6 @@ static int relist_ops(struct sim_work *w, int naff, int mark, int bwd, int **val
 	return st;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* xfb of consumer c again: the gradients it sends back, in the order a
  * full layout makes them (producers in op order, each in creation order). */
 static int relist_xfb(struct sim *s, int c)
@@ -319,7 +313,7 @@ static int relist_xfb(struct sim *s, int c)
 	for (int k = 0; k < op->nin; k++)
 		if (first_input(op, k))
 			w->scratch[nq++] = op->in[k];
-	qsort(w->scratch, (size_t)nq, sizeof(int), cmp_int);
+	qsort(w->scratch, (size_t)nq, sizeof(int), int_cmp);
 	for (int k = 0; k < nq; k++) {
 		int q = w->scratch[k];
 

@@ -308,19 +308,6 @@ static inline int sim_add_pair(int **buf, size_t *cap, int *np, int key, int val
 	return AP_OK;
 }
 
-/* The next coordinate in row-major order over n, c, h, w, l (l fastest)
- * below lim[], starting again from first[] (all zeros for shards); 0 when
- * it wraps around. */
-static inline int sim_next_coord(int idx[NDIMS], const int *first, const int *lim)
-{
-	for (int d = NDIMS - 1; d >= 0; d--) {
-		if (++idx[d] < lim[d])
-			return 1;
-		idx[d] = first ? first[d] : 0;
-	}
-	return 0;
-}
-
 /* What a run does after the layout (sim.c): costs, memory, the schedule
  * from step `from` (sim_schedule_from()) and the summary; and the same
  * after a change of the n ops old[].op, whose costs and shards of the last

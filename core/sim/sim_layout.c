@@ -358,7 +358,7 @@ int sim_layout_op_shards(struct sim *s, const struct plan *pl, int i)
 		w->remat_bytes[gs] = po->recompute ? vol * BYTES_PER_ELEM : 0;
 		w->shard_params[gs] = pb;
 		gs++;
-	} while (sim_next_coord(idx, NULL, po->degree));
+	} while (shard_coord_next(idx, NULL, po->degree));
 	return w->op_r[i] > 1 ? replica_shards(s, pl, i) : AP_OK;
 }
 

@@ -187,9 +187,9 @@ connect_shards(struct sim *s, const struct plan *pl, const struct edge *ed, int 
 			}
 			if (st)
 				return st;
-		} while (sim_next_coord(pi, first, last));
+		} while (shard_coord_next(pi, first, last));
 		gc++;
-	} while (sim_next_coord(ci, NULL, dc));
+	} while (shard_coord_next(ci, NULL, dc));
 	return AP_OK;
 }
 

@@ -23,6 +23,14 @@ static inline int64_t lcm64(int64_t a, int64_t b)
 	return a / gcd64(a, b) * b;
 }
 
+/* qsort()'s comparison of two ints, ascending. */
+static inline int int_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* The largest divisor of n that is at most cap (at least 1). */
 static inline int64_t largest_divisor(int64_t n, int64_t cap)
 {
