@@ -18,7 +18,8 @@
 	X(ilp)       \
 	X(mcmc)      \
 	X(graphpipe) \
-	X(piper)
+	X(piper)     \
+	X(megatron)
 
 #define DECLARE(name) extern const struct planner planner_##name;
 #define ENTRY(name) &planner_##name,

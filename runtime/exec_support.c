@@ -145,6 +145,14 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 				      "and a step must hold whole rounds", p->stages[s].id, r,
 				      p->microbatches, sched_name(p->sched), r);
 	}
+	if (plan_megatron_features(p))
+		return ap_err(AP_EINPUT, path, 0,
+			      "the plan uses %s: tensor parallelism, mixed precision, ZeRO, "
+			      "sequence parallelism, selective recomputation and the "
+			      "interleaved-1f1b and zb-h1 schedules are simulated but not "
+			      "executable by the runtime yet",
+			      p->sched == SCHED_INTERLEAVED || p->sched == SCHED_ZB_H1
+				      ? sched_name(p->sched) : "Megatron-LM's features");
 	for (int i = 0; i < g->nops && p->sched == SCHED_ASYNC_PREDICT; i++)
 		if (p->ops[i].recompute)
 			return ap_err(AP_EINPUT, path, 0,

@@ -230,7 +230,12 @@ static inline void rt_check_planners(const char *cluster)
 			 * replicas do not divide its micro-batches (pipedream's 3
 			 * replicas on a batch of 8: rounds would straddle steps) */
 			ran += rt_check_plan_or(plan, what,
-						"round-robin replicas, which do not divide");
+						/* megatron's tensor parallelism, mixed
+						 * precision and ZeRO are not executed yet
+						 * (docs/plan-format.md) */
+						strcmp(names[k], "megatron")
+							? "round-robin replicas, which do not divide"
+							: "simulated but not executable by the runtime yet");
 		}
 	/* every model by at least single, dp and owt */
 	assert_true(ran >= 3 * (int)(sizeof rt_models / sizeof *rt_models));

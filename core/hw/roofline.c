@@ -22,6 +22,33 @@
 #define MATH_EFFICIENCY 0.70
 #define BW_EFFICIENCY 0.80
 
+/* ---- precision ----------------------------------------------------------- */
+
+static const char *const precision_names[NPRECISIONS] = {
+	[PREC_FP32] = "fp32",
+	[PREC_MIXED] = "mixed",
+};
+
+const char *precision_name(enum precision p)
+{
+	return (unsigned)p < NPRECISIONS ? precision_names[p] : "?";
+}
+
+int precision_parse(const char *s, enum precision *out)
+{
+	for (int k = 0; k < NPRECISIONS; k++)
+		if (strcmp(s, precision_names[k]) == 0) {
+			*out = (enum precision)k;
+			return 0;
+		}
+	return -1;
+}
+
+int precision_elem_bytes(enum precision p)
+{
+	return p == PREC_MIXED ? 2 : BYTES_PER_ELEM;
+}
+
 /* ---- roofline ------------------------------------------------------------ */
 
 int64_t shard_count(const int degree[NDIMS])
@@ -99,17 +126,28 @@ static int reduces_input(enum op_kind k)
  * replicates them).  Backward reads and writes about twice the forward's
  * bytes (gradients of output, input and weights besides the saved tensors).
  * rate is the float32 FMA rate, not the tensor-core rate: the zoo trains in
- * float32, as the PipeDream- and FlexFlow-era papers did.  conv2d asks for
+ * float32, as the PipeDream- and FlexFlow-era papers did.  In mixed
+ * precision (roofline_cost_at()) the rate is the tensor-core rate and an
+ * element is 2 bytes, at the same achievable fractions.  conv2d asks for
  * a workspace about the size of its shard's input, a rough stand-in for
  * what cuDNN's implicit-GEMM and FFT algorithms request.
  */
 void roofline_cost(const struct device_spec *dev, const struct graph *g, int i,
 		   const int degree[NDIMS], struct op_cost *out)
 {
+	roofline_cost_at(dev, g, i, degree, PREC_FP32, out);
+}
+
+void roofline_cost_at(const struct device_spec *dev, const struct graph *g, int i,
+		      const int degree[NDIMS], enum precision prec, struct op_cost *out)
+{
 	const struct op *op = &g->ops[i];
 	double shards = (double)shard_count(degree);
 	double dc = degree[DIM_C] > 0 ? degree[DIM_C] : 1;
-	double rate = dev->fp32_flops_per_s * MATH_EFFICIENCY;
+	double rate = (prec == PREC_MIXED ? dev->tensor_flops_per_s : dev->fp32_flops_per_s) *
+		      MATH_EFFICIENCY;
+	/* the element size the graph's byte counts were taken in */
+	double esc = (double)precision_elem_bytes(prec) / BYTES_PER_ELEM;
 	double bw = dev->mem_bw_bytes_per_s * BW_EFFICIENCY;
 	double in_bytes = 0, w_bytes, bytes, fwd_flops, bwd_flops;
 	double in_div = reduces_input(op->kind) ? shards / dc : shards;
@@ -122,7 +160,7 @@ void roofline_cost(const struct device_spec *dev, const struct graph *g, int i,
 	if (op->kind == OP_LINEAR && op->a.tie >= 0 && op->a.tie < g->nops)
 		weights = g->ops[op->a.tie].params;
 	w_bytes = (double)weights * BYTES_PER_ELEM / dc;
-	bytes = in_bytes / in_div + (double)op->out_bytes / shards + w_bytes;
+	bytes = esc * (in_bytes / in_div + (double)op->out_bytes / shards + w_bytes);
 	fwd_flops = (2.0 * (double)op->fwd_macs + (double)op->fwd_elems) / shards;
 	bwd_flops = (2.0 * (double)op->bwd_macs + (double)op->fwd_elems) / shards;
 	kernel_counts(op, &kf, &kb);
@@ -136,7 +174,21 @@ void roofline_cost(const struct device_spec *dev, const struct graph *g, int i,
 	out->bwd_us = 1e6 * fmax(rate > 0 ? bwd_flops / rate : 0,
 				 bw > 0 ? 2 * bytes / bw : 0) + kb * dev->launch_us;
 	if (op->kind == OP_CONV2D)
-		out->workspace_bytes = (int64_t)(in_bytes / in_div);
+		out->workspace_bytes = (int64_t)(esc * in_bytes / in_div);
+	if (op->kind == OP_ATTENTION && bw > 0) {
+		/* The score matrices, heads x s^2 a sample, pass through DRAM
+		 * between the kernels of an unfused attention: the scores
+		 * GEMM writes them, the softmax reads and writes them, the
+		 * context GEMM reads them (4 passes), their backward twice
+		 * that.  Memory-bound kernels of their own, they add to the
+		 * GEMMs' time rather than overlap it. */
+		double s = (double)shape_size(&op->out, DIM_L);
+		double scores = (double)op->a.heads * s * s * (double)shape_size(&op->out, DIM_N) /
+				shards * BYTES_PER_ELEM * esc;
+
+		out->fwd_us += 1e6 * 4 * scores / bw;
+		out->bwd_us += 1e6 * 8 * scores / bw;
+	}
 }
 
 /* ---- degree vectors ------------------------------------------------------ */

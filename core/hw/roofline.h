@@ -16,6 +16,25 @@
 #include "hw/profile.h" /* struct op_cost */
 
 /* Roofline time of op i's shard on dev (source COST_ROOFLINE). */
+/* The arithmetic a kernel runs in: float32 (the zoo's, the PipeDream- and
+ * FlexFlow-era papers'), or mixed precision, fp16/bf16 operands at the
+ * tensor-core rate with float32 accumulation (Micikevicius et al., ICLR
+ * 2018), as large language models train. */
+enum precision {
+	PREC_FP32,
+	PREC_MIXED,
+	NPRECISIONS
+};
+
+const char *precision_name(enum precision p);
+int precision_parse(const char *s, enum precision *out);
+/* Bytes of one activation, weight or gradient element. */
+int precision_elem_bytes(enum precision p);
+
+/* roofline_cost() in precision prec: under mixed precision at the
+ * device's tensor rate and with 2-byte elements. */
+void roofline_cost_at(const struct device_spec *dev, const struct graph *g, int i,
+		      const int degree[NDIMS], enum precision prec, struct op_cost *out);
 void roofline_cost(const struct device_spec *dev, const struct graph *g, int i,
 		   const int degree[NDIMS], struct op_cost *out);
 

@@ -23,6 +23,8 @@ static const char *const sched_names[NSCHED_KINDS] = {
 	[SCHED_1F1B] = "1f1b",
 	[SCHED_1F1B_ASYNC] = "1f1b-async",
 	[SCHED_ASYNC_PREDICT] = "async-predict",
+	[SCHED_INTERLEAVED] = "interleaved-1f1b",
+	[SCHED_ZB_H1] = "zb-h1",
 };
 
 /* Names with fields of their own in struct plan. */
@@ -50,6 +52,22 @@ int sched_parse(const char *s, enum sched_kind *out)
 		}
 	}
 	return -1;
+}
+
+int plan_op_tensor(const struct plan *p, int i)
+{
+	return p->ops[i].tensor > 1 ? p->ops[i].tensor : 1;
+}
+
+int plan_megatron_features(const struct plan *p)
+{
+	if (p->precision != PREC_FP32 || p->zero || p->seq_parallel || p->has_optimizer ||
+	    p->sched == SCHED_INTERLEAVED || p->sched == SCHED_ZB_H1)
+		return 1;
+	for (int i = 0; i < p->nops; i++)
+		if (plan_op_tensor(p, i) > 1 || p->ops[i].recompute == RECOMPUTE_SELECTIVE)
+			return 1;
+	return 0;
 }
 
 int plan_stage_microbatches(const struct plan *p, int s)

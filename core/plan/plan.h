@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "hw/cluster.h"
+#include "hw/roofline.h"
+#include "cost/cost.h"
 #include "model/graph.h"
 
 /* Size of the name fields, NUL included: a cluster may be named by an
@@ -27,8 +29,17 @@ enum sched_kind {
 	SCHED_1F1B_ASYNC, /* PipeDream's 1F1B with weight stashing */
 	SCHED_ASYNC_PREDICT, /* forward of one batch beside the backward of
 			      * another, no flush, predicted weights */
+	/* the schedules above run any plan; those below a pipeline of
+	 * device groups (plan/pipe.h) */
+	SCHED_INTERLEAVED, /* Megatron-LM's interleaved 1F1B: v model chunks
+			    * per device group (sched.c) */
+	SCHED_ZB_H1,       /* zero bubble H1: backward split into input- and
+			    * weight-gradient passes (sched.c) */
 	NSCHED_KINDS
 };
+
+/* The first schedule that needs a pipeline of device groups. */
+#define SCHED_FIRST_PIPE SCHED_INTERLEAVED
 
 struct plan_stage {
 	int id;
@@ -57,11 +68,23 @@ struct plan_op {
 	int stage;
 	int degree[NDIMS];
 	int ndev, *devices; /* ndev = product of degree[] */
-	/* Activation recomputation (docs/plan-format.md): the op keeps none
-	 * of its output from its forward to its backward and runs its
-	 * forward again before its backward.  JSON "recompute": true,
-	 * written only when set. */
+	/* Activation recomputation (docs/plan-format.md), enum recompute:
+	 * full, the op keeps none of its output from its forward to its
+	 * backward and runs its forward again before its backward; selective
+	 * (attention only), it drops and recomputes the attention scores.
+	 * JSON "recompute": true or "selective", written only when set. */
 	int recompute;
+	/* Megatron-LM's tensor parallelism of the op over `tensor` devices
+	 * (docs/plan-format.md, "Tensor parallelism"): 0 or 1 none.  The
+	 * op's devices are the product of its degrees times it, the tensor
+	 * rank innermost.  JSON "tensor", written when above 1. */
+	int tensor;
+};
+
+enum recompute {
+	RECOMPUTE_NONE,
+	RECOMPUTE_FULL,
+	RECOMPUTE_SELECTIVE,
 };
 
 struct plan {
@@ -93,6 +116,19 @@ struct plan {
 	double (*curve)[2];
 	enum sched_kind sched;
 	int microbatches;
+	/* How the plan trains (docs/plan-format.md, "Training"): its
+	 * precision, the ZeRO stage of its data parallelism (0, 1: the
+	 * optimizer state sharded over the data-parallel group, 3: weights
+	 * and gradients as well) and whether its tensor-parallel layers run
+	 * Megatron's sequence parallelism.  JSON "training", written when
+	 * any differs from fp32, 0, false.  The optimizer it trains with,
+	 * when it names one ("optimizer"; has_optimizer 0: the simulator's
+	 * option, SGD with momentum by default). */
+	int has_optimizer;
+	enum optimizer optimizer;
+	enum precision precision;
+	int zero;
+	int seq_parallel;
 	int nstages;
 	struct plan_stage *stages;
 	int nops;
@@ -108,6 +144,13 @@ struct plan {
 const char *sched_name(enum sched_kind k);
 int sched_parse(const char *s, enum sched_kind *out);
 
+/* The tensor-parallel degree of op i (at least 1). */
+int plan_op_tensor(const struct plan *p, int i);
+/* Whether the plan uses what only the symmetric pipeline simulation
+ * (docs/simulator.md) predicts: tensor parallelism, mixed precision,
+ * ZeRO, sequence parallelism, selective recomputation, the interleaved or
+ * zero-bubble schedule. */
+int plan_megatron_features(const struct plan *p);
 /* The micro-batch count of stage index s: its own or the schedule's. */
 int plan_stage_microbatches(const struct plan *p, int s);
 /* Whether some stage's micro-batch count differs from the schedule's. */

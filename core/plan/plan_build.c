@@ -124,6 +124,8 @@ int plan_place(struct plan *p, int i, int s, const int degree[NDIMS], const int 
 
 	if (i < 0 || i >= p->nops)
 		return ap_err(AP_EFAIL, NULL, 0, "operator %d of a plan of %d", i, p->nops);
+	if (n > 0 && p->ops[i].tensor > 1)
+		n *= p->ops[i].tensor;
 	if (n < 0)
 		return ap_err(AP_EFAIL, NULL, 0, "operator %d: degrees below 1 or too many shards",
 			      i);
@@ -134,7 +136,11 @@ int plan_place(struct plan *p, int i, int s, const int degree[NDIMS], const int 
 
 int plan_place_range(struct plan *p, int i, int s, const int degree[NDIMS], int first)
 {
-	int *devs = range(first, shards(degree)), st;
+	int n = shards(degree), *devs, st;
+
+	if (n > 0 && i >= 0 && i < p->nops && p->ops[i].tensor > 1)
+		n *= p->ops[i].tensor;
+	devs = range(first, n);
 
 	if (!devs)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");

@@ -26,7 +26,8 @@ int plan_chain(struct plan *p);
  * to one of another (the operators placed first): a DAG of stages. */
 int plan_link_edges(struct plan *p, const struct graph *g);
 /* Operator i in stage s with degree[] per dim kind, its shards on
- * devs[0..product of the degrees) in the layout of the top comment. */
+ * devs[0..product of the degrees) in the layout of the top comment (times
+ * its tensor degree, when the op has one: the tensor rank innermost). */
 int plan_place(struct plan *p, int i, int s, const int degree[NDIMS], const int *devs);
 /* The same on consecutive devices from first. */
 int plan_place_range(struct plan *p, int i, int s, const int degree[NDIMS], int first);

@@ -18,6 +18,9 @@
 #include "util/intmath.h"
 #include "model/ops.h"
 #include "cost/cost.h"
+#include "cost/transformer.h"
+#include "model/tensor.h"
+#include "plan/pipe.h"
 
 /* What plan_validate() builds once and its checks share. */
 struct vctx {
@@ -32,6 +35,8 @@ struct vctx {
 	/* stamp[d] == tag: device d already seen in the list being checked;
 	 * a new tag per list saves clearing stamp[]. */
 	int *stamp, tag;
+	enum tp_role *roles;      /* check_tensor()'s, by op */
+	int pipe;                 /* a pipeline of groups with Megatron's features */
 };
 
 static int check_schedule(struct vctx *v)
@@ -317,12 +322,23 @@ static int check_degrees(struct vctx *v, int i)
 		 * cannot match ndev anyway. */
 		shards = shards > INT_MAX ? shards : shards * deg;
 	}
+	if (po->tensor < 0)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "ops.%s.tensor: expected a positive degree, got %d", op->name,
+			      po->tensor);
+	if (plan_op_tensor(v->p, i) > 1) {
+		if (shards != po->degree[DIM_N])
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.degree: a tensor-parallel operator splits only n besides its tensor degree",
+				      op->name);
+		shards *= plan_op_tensor(v->p, i);
+	}
 	if (shards != po->ndev)
 		return ap_err(AP_EINPUT, v->path, 0,
-			      "ops.%s.devices: %d devices listed but the degrees (n=%d c=%d h=%d w=%d l=%d) make %lld shards",
+			      "ops.%s.devices: %d devices listed but the degrees (n=%d c=%d h=%d w=%d l=%d tensor=%d) make %lld shards",
 			      op->name, po->ndev, po->degree[DIM_N], po->degree[DIM_C],
 			      po->degree[DIM_H], po->degree[DIM_W], po->degree[DIM_L],
-			      (long long)shards);
+			      plan_op_tensor(v->p, i), (long long)shards);
 	return AP_OK;
 }
 
@@ -441,6 +457,11 @@ static int check_tie(struct vctx *v, int i)
 		return AP_OK;
 	case PLAN_TIE_DEVICES:
 		b = &v->p->ops[op->a.tie];
+		/* Megatron-LM's embedding group: in a pipeline of groups the
+		 * first and last stages each hold a copy and sum their
+		 * gradients (docs/plan-format.md, "Tied weights"). */
+		if (v->pipe && a->degree[DIM_N] == b->degree[DIM_N] && a->tensor == b->tensor)
+			return AP_OK;
 		format_devices(a, da, sizeof da);
 		format_devices(b, db, sizeof db);
 		return ap_err(AP_EINPUT, v->path, 0,
@@ -460,27 +481,34 @@ static int check_tie(struct vctx *v, int i)
 }
 
 /* Weights, their gradients and the optimizer's momentum: the cost model's
- * state of every parameter shard (cost_state_factor(), SGD with momentum)
- * stays on its device for the whole iteration, so a plan that overflows
- * here cannot run whatever the activations need. */
+ * state of every parameter shard (cost_param_state_bytes(), SGD with
+ * momentum, in the plan's precision and ZeRO stage over the shard's data-
+ * parallel replicas) stays on its device for the whole iteration, so a
+ * plan that overflows here cannot run whatever the activations need. */
 static int check_memory(struct vctx *v)
 {
 	const struct graph *g = v->g;
+	const struct plan *p = v->p;
 	/* Per device: bytes needed, and its largest shard for the message. */
-	struct { int64_t need, big; int big_op; } *dev;
-	int st = AP_OK, f = cost_state_factor(OPTIMIZER_SGD);
+	struct { double need; int64_t big; int big_op; } *dev;
+	int st = AP_OK;
 
 	dev = calloc((size_t)v->ndev, sizeof *dev);
 	if (!dev)
 		return ap_err(AP_EFAIL, v->path, 0, "out of memory");
 	for (int i = 0; i < g->nops; i++) {
-		const struct plan_op *po = &v->p->ops[i];
-		int64_t b = cost_param_bytes(&g->ops[i], po->degree[DIM_C]);
+		const struct plan_op *po = &p->ops[i];
+		int t = plan_op_tensor(p, i);
+		int64_t b = cost_param_bytes(&g->ops[i], po->degree[DIM_C] *
+						(v->roles && tp_role_splits_params(v->roles[i]) ? t : 1));
+		double f = cost_param_state_bytes(p->precision,
+						  p->has_optimizer ? p->optimizer : OPTIMIZER_SGD, p->zero,
+						  po->degree[DIM_N]) / BYTES_PER_ELEM;
 
 		for (int k = 0; k < po->ndev; k++) {
 			int d = po->devices[k];
 
-			dev[d].need += f * b;
+			dev[d].need += f * (double)b;
 			if (b > dev[d].big) {
 				dev[d].big = b;
 				dev[d].big_op = i;
@@ -488,14 +516,49 @@ static int check_memory(struct vctx *v)
 		}
 	}
 	for (int d = 0; d < v->ndev && !st; d++)
-		if (dev[d].need > v->c->mem_bytes)
+		if (dev[d].need > (double)v->c->mem_bytes)
 			st = ap_err(AP_EINPUT, v->path, 0,
-				    "device %d: weights, gradients and momentum need %lld bytes (%d x %lld; largest: 'ops.%s', %lld bytes) but cluster '%s' has %lld bytes per device",
-				    d, (long long)dev[d].need, f, (long long)(dev[d].need / f),
+				    "device %d: weights, gradients and momentum need %.0f bytes in %s (largest: 'ops.%s', %lld bytes of fp32 parameters) but cluster '%s' has %lld bytes per device",
+				    d, dev[d].need, precision_name(p->precision),
 				    g->ops[dev[d].big_op].name, (long long)dev[d].big,
 				    v->c->name, (long long)v->c->mem_bytes);
 	free(dev);
 	return st;
+}
+
+/* Megatron's tensor parallelism: every tensor-parallel op must take the
+ * role its kind and inputs give it (model/tensor.h). */
+static int check_tensor(struct vctx *v)
+{
+	const struct graph *g = v->g;
+	int *t = malloc((size_t)g->nops * sizeof *t), bad = -1, any = 0;
+	char why[160];
+
+	v->roles = malloc((size_t)g->nops * sizeof *v->roles);
+	if (!t || !v->roles) {
+		free(t);
+		return ap_err(AP_EFAIL, v->path, 0, "out of memory");
+	}
+	for (int i = 0; i < g->nops; i++) {
+		t[i] = plan_op_tensor(v->p, i);
+		any |= t[i] > 1;
+	}
+	if (tensor_roles(g, t, v->roles, &bad, why, sizeof why)) {
+		free(t);
+		return ap_err(AP_EINPUT, v->path, 0, "ops.%s.tensor: %d: %s",
+			      g->ops[bad].name, plan_op_tensor(v->p, bad), why);
+	}
+	free(t);
+	if (v->p->seq_parallel && !any)
+		return ap_err(AP_EINPUT, v->path, 0,
+			      "training.sequence_parallel: no operator is tensor-parallel");
+	for (int i = 0; i < g->nops; i++)
+		if (v->p->ops[i].recompute == RECOMPUTE_SELECTIVE &&
+		    g->ops[i].kind != OP_ATTENTION)
+			return ap_err(AP_EINPUT, v->path, 0,
+				      "ops.%s.recompute: selective recomputation is attention's (this is %s)",
+				      g->ops[i].name, op_kind_name(g->ops[i].kind));
+	return AP_OK;
 }
 
 int plan_validate(const struct plan *p, const struct graph *g,
@@ -527,11 +590,20 @@ int plan_validate(const struct plan *p, const struct graph *g,
 	 * before the edge from them is. */
 	for (int i = 0; i < g->nops && !st; i++)
 		st = check_op(&v, i);
+	if (!st && plan_megatron_features(p)) {
+		struct plan_pipe shape;
+		char why[160];
+
+		v.pipe = !plan_pipe_shape(p, &shape, why, sizeof why);
+	}
 	for (int i = 0; i < g->nops && !st; i++)
 		st = check_tie(&v, i);
+	if (!st)
+		st = check_tensor(&v);
 	if (!st && c->mem_bytes > 0)
 		st = check_memory(&v);
 out:
+	free(v.roles);
 	free(v.stamp);
 	free(v.pos);
 	free(v.reach);

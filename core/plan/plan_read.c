@@ -350,7 +350,7 @@ static int read_schedule(const char *path, json_t *v, struct plan *p)
 		return st;
 	if (sched_parse(kind, &p->sched))
 		return ap_err(AP_EINPUT, path, 0,
-			      "schedule.kind: unknown schedule '%s' (expected gpipe, 1f1b or 1f1b-async)",
+			      "schedule.kind: unknown schedule '%s' (expected gpipe, 1f1b, 1f1b-async, async-predict, interleaved-1f1b or zb-h1)",
 			      kind);
 	return get_int32(path, v, "schedule", "microbatches", 1, 1, &p->microbatches);
 }
@@ -422,10 +422,62 @@ static int read_degree(const char *path, const char *pre, json_t *v,
 	return AP_OK;
 }
 
+/* "recompute": true (full), "selective" or absent/false (none). */
+static int read_recompute(const char *path, json_t *o, const char *pre, int *out)
+{
+	json_t *x = json_object_get(o, "recompute");
+
+	if (json_is_string(x)) {
+		if (strcmp(json_string_value(x), "selective"))
+			return ap_err(AP_EINPUT, path, 0,
+				      "%s.recompute: expected true, false or \"selective\", got \"%s\"",
+				      pre, json_string_value(x));
+		*out = RECOMPUTE_SELECTIVE;
+		return AP_OK;
+	}
+	return get_bool(path, o, pre, "recompute", out);
+}
+
+/* "training": {"precision": "fp32" | "mixed", "zero": 0 | 1 | 3,
+ * "sequence_parallel": bool}, every member optional. */
+static int read_training(const char *path, json_t *v, struct plan *p)
+{
+	static const char *const keys[] = { "precision", "zero", "sequence_parallel", "optimizer",
+					    NULL };
+	char prec[16] = "fp32", opt[16];
+	int st;
+
+	st = as_object(path, "training", v, keys);
+	if (!st && json_object_get(v, "precision"))
+		st = get_string(path, v, "training", "precision", 1, prec, sizeof prec);
+	if (st)
+		return st;
+	if (precision_parse(prec, &p->precision))
+		return ap_err(AP_EINPUT, path, 0,
+			      "training.precision: unknown precision '%s' (expected fp32 or mixed)",
+			      prec);
+	st = get_int32(path, v, "training", "zero", 0, 0, &p->zero);
+	if (!st && p->zero != 0 && p->zero != 1 && p->zero != 3)
+		st = ap_err(AP_EINPUT, path, 0,
+			    "training.zero: expected 0, 1 or 3 (ZeRO's stages), got %d", p->zero);
+	if (!st)
+		st = get_bool(path, v, "training", "sequence_parallel", &p->seq_parallel);
+	if (!st && json_object_get(v, "optimizer")) {
+		st = get_string(path, v, "training", "optimizer", 1, opt, sizeof opt);
+		if (!st && optimizer_parse(opt, &p->optimizer))
+			st = ap_err(AP_EINPUT, path, 0,
+				    "training.optimizer: unknown optimizer '%s' (expected sgd or adam)",
+				    opt);
+		p->has_optimizer = !st;
+	}
+	return st;
+}
+
 static int read_ops(const char *path, json_t *v, const struct graph *g,
 		    struct plan *p)
 {
-	static const char *const keys[] = { "stage", "degree", "devices", "recompute", NULL };
+	static const char *const keys[] = { "stage", "degree", "devices", "recompute", "tensor",
+					    NULL };
 	char pre[FIELD_LEN], fld[FIELD_LEN];
 	const char *name;
 	json_t *o, *x;
@@ -465,7 +517,9 @@ static int read_ops(const char *path, json_t *v, const struct graph *g,
 		if (!st)
 			st = get_ids(path, o, pre, "devices", 1, &po->devices, &po->ndev);
 		if (!st)
-			st = get_bool(path, o, pre, "recompute", &po->recompute);
+			st = read_recompute(path, o, pre, &po->recompute);
+		if (!st)
+			st = get_int32(path, o, pre, "tensor", 0, 1, &po->tensor);
 		if (st)
 			goto out;
 	}
@@ -537,7 +591,8 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 {
 	static const char *const keys[] = {
 		"format", "version", "model", "batch", "per_device_batch", "cluster",
-		"profile", "planner", "search", "schedule", "stages", "ops", "predicted", NULL
+		"profile", "planner", "search", "schedule", "training", "stages", "ops",
+		"predicted", NULL
 	};
 	char fld[FIELD_LEN];
 	json_t *x;
@@ -568,6 +623,8 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 		st = member(path, root, NULL, "schedule", 1, &x, fld);
 	if (!st)
 		st = read_schedule(path, x, p);
+	if (!st && (x = json_object_get(root, "training")))
+		st = read_training(path, x, p);
 	if (!st)
 		st = member(path, root, NULL, "stages", 1, &x, fld);
 	if (!st)

@@ -92,8 +92,12 @@ static json_t *build_ops(const struct plan *p, const struct graph *g)
 		bad = put(bad, o, "stage", json_integer(po->stage));
 		bad = put(bad, o, "degree", deg);
 		bad = put(bad, o, "devices", id_array(po->devices, po->ndev));
-		if (po->recompute)
+		if (po->recompute == RECOMPUTE_SELECTIVE)
+			bad = put(bad, o, "recompute", json_string("selective"));
+		else if (po->recompute)
 			bad = put(bad, o, "recompute", json_true());
+		if (po->tensor > 1)
+			bad = put(bad, o, "tensor", json_integer(po->tensor));
 		bad = put(bad, ops, op->name, o);
 	}
 	return built(ops, bad);
@@ -139,6 +143,16 @@ static json_t *build_root(const struct plan *p, const struct graph *g)
 	bad = put(bad, sched, "kind", json_string(sched_name(p->sched)));
 	bad = put(bad, sched, "microbatches", json_integer(p->microbatches));
 	bad = put(bad, root, "schedule", sched);
+	if (p->precision != PREC_FP32 || p->zero || p->seq_parallel || p->has_optimizer) {
+		json_t *tr = json_object();
+		int tbad = put(0, tr, "precision", json_string(precision_name(p->precision)));
+
+		tbad = put(tbad, tr, "zero", json_integer(p->zero));
+		tbad = put(tbad, tr, "sequence_parallel", json_boolean(p->seq_parallel));
+		if (p->has_optimizer)
+			tbad = put(tbad, tr, "optimizer", json_string(optimizer_name(p->optimizer)));
+		bad = put(bad, root, "training", built(tr, tbad));
+	}
 	bad = put(bad, root, "stages", build_stages(p));
 	bad = put(bad, root, "ops", build_ops(p, g));
 

@@ -204,6 +204,116 @@ out:
 	return n < total ? -1 : 0;
 }
 
+/*
+ * Megatron-LM's interleaved 1F1B (its schedules.py, as the paper's
+ * figure 4 draws it): group r's k-th forward runs chunk (k / G) mod v of
+ * micro-batch (k / (G v)) G + k mod G, and its k-th backward the chunk
+ * v - 1 - (k / G) mod v of the same; (G - r - 1) 2 + (v - 1) G warm-up
+ * forwards, then one forward and one backward in turn, then the rest of
+ * the backwards.
+ */
+static int interleaved(int G, int v, int m, int r, struct sched_item *it)
+{
+	int total = m * v, warm = (G - r - 1) * 2 + (v - 1) * G, n = 0, f = 0, b = 0;
+
+	warm = warm < total ? warm : total;
+	while (f < total || b < total) {
+		int bwd = f >= warm + b + 1 ? 1 : 0, k;
+
+		if (f >= total)
+			bwd = 1;
+		k = bwd ? b++ : f++;
+		it[n].stage = ((bwd ? v - 1 - (k / G) % v : (k / G) % v)) * G + r;
+		it[n].mb = (k / (G * v)) * G + k % G;
+		it[n].bwd = bwd;
+		it[n].key = n;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * ZB-H1 (Qi et al., ICLR 2024, section 3.1): the backward split into B,
+ * the input gradient the previous stage waits for, and W, the weight
+ * gradient nothing waits for.  Every group runs, in unit time slots, a B
+ * whose gradient has arrived, else a forward while fewer than G - r
+ * micro-batches hold activations (1F1B's bound, so its memory), else its
+ * oldest pending W; a micro-batch frees its activations with its W.  The
+ * W passes thus fill the slots 1F1B leaves idle at the end of a step and
+ * the last stages run F, B, W in turn.  Fixed by unit times, the order
+ * is the same for the simulator and the runtime whatever the real ones.
+ * r is the group asked for; every group is stepped, the others' done
+ * counts being what r waits on.
+ */
+static int zb_h1(int G, int m, int r, struct sched_item *items)
+{
+	int *nf = calloc((size_t)G, sizeof *nf), *nb = calloc((size_t)G, sizeof *nb);
+	int *nw = calloc((size_t)G, sizeof *nw);
+	int *pf = calloc((size_t)G, sizeof *pf), *pb = calloc((size_t)G, sizeof *pb);
+	int n = -1;
+
+	if (!nf || !nb || !nw || !pf || !pb)
+		goto out;
+	n = 0;
+	while (nw[r] < m) {
+		/* what every group had done at the start of this slot */
+		memcpy(pf, nf, (size_t)G * sizeof *pf);
+		memcpy(pb, nb, (size_t)G * sizeof *pb);
+		for (int q = 0; q < G; q++) {
+			int pass = -1, j = 0;
+
+			if (nb[q] < nf[q] && (q == G - 1 || pb[q + 1] > nb[q])) {
+				pass = SCHED_B;
+				j = nb[q]++;
+			} else if (nf[q] < m && nf[q] - nw[q] < G - q && (q == 0 || pf[q - 1] > nf[q])) {
+				pass = SCHED_F;
+				j = nf[q]++;
+			} else if (nw[q] < nb[q]) {
+				pass = SCHED_W;
+				j = nw[q]++;
+			}
+			if (q == r && pass >= 0) {
+				items[n].stage = r;
+				items[n].mb = j;
+				items[n].bwd = pass;
+				items[n].key = n;
+				n++;
+			}
+		}
+	}
+out:
+	free(pb);
+	free(pf);
+	free(nw);
+	free(nb);
+	free(nf);
+	return n;
+}
+
+int sched_group_order(enum sched_kind k, int G, int v, int m, int r, struct sched_item *items)
+{
+	int n = 0;
+
+	if (k == SCHED_INTERLEAVED)
+		return interleaved(G, v, m, r, items);
+	if (k == SCHED_ZB_H1)
+		return zb_h1(G, m, r, items);
+	for (int c = 0; c < v; c++)
+		for (int j = 0; j < m; j++)
+			for (int bwd = 0; bwd < 2; bwd++) {
+				struct sched_item *it = &items[n++];
+
+				it->stage = c * G + r;
+				it->mb = j;
+				it->bwd = bwd;
+				it->key = sched_key(k, (int64_t)G * v, m, it->stage, j, bwd);
+			}
+	sched_sort(items, n);
+	for (int i = 0; i < n; i++)
+		items[i].key = i;
+	return n;
+}
+
 int sched_async(enum sched_kind k)
 {
 	return k == SCHED_1F1B_ASYNC || k == SCHED_ASYNC_PREDICT;

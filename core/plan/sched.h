@@ -11,11 +11,15 @@
 #include "plan/plan.h"
 
 /* A unit of a schedule: one stage's forward or backward of one
- * micro-batch.  The stage is an index into plan->stages. */
+ * micro-batch.  The stage is an index into plan->stages.  bwd: 0 the
+ * forward, 1 the backward (under zb-h1 its input-gradient pass B), 2
+ * zb-h1's weight-gradient pass W. */
 struct sched_item {
 	int64_t key;
 	int stage, mb, bwd;
 };
+
+enum { SCHED_F, SCHED_B, SCHED_W };
 
 /* The 2 x nstages x m items of a schedule in the order every device runs
  * its work (core/plan/sched.c); depth[s] is stage index s's longest path from
@@ -40,6 +44,16 @@ void sched_sort(struct sched_item *items, int n);
  * *depth_max.  AP_EINPUT naming the field when ids are not 0..n-1 or
  * `next` names no stage or forms a cycle. */
 int sched_stage_depths(const struct plan *p, int *depth, int *depth_max);
+/* The work of device group r of a pipeline of G groups with v model
+ * chunks each (a chain of G v stages, stage s on group s mod G: docs/
+ * plan-format.md, "Pipelines of groups") and m micro-batches, in the
+ * order the group runs it, into items[] (room for 3 v m); the count, or
+ * -1 when out of memory.  gpipe and 1f1b order by sched_key() with the
+ * stage's place in the chain as its depth; interleaved-1f1b is
+ * Megatron-LM's (Narayanan et al., SC 2021, section 2.2; m a multiple of
+ * G); zb-h1 Qi et al.'s (ICLR 2024, section 3), B and W passes apart.
+ * Keys are the places in the group's order. */
+int sched_group_order(enum sched_kind k, int G, int v, int m, int r, struct sched_item *items);
 /* Whether k updates the weights after every micro-batch (no flush). */
 int sched_async(enum sched_kind k);
 /* The most weight updates a stage of depth d (of K depths) sees between a

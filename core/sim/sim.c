@@ -79,6 +79,7 @@
 #include "plan/sched.h"
 #include "sim/sim_sched.h"
 #include "sim/sim_layout.h"
+#include "sim/sim_pipe.h"
 
 static const char *const task_kind_names[NTASK_KINDS] = {
 	[TASK_FWD] = "fwd",
@@ -507,6 +508,13 @@ int sim_run(struct sim *s, const struct plan *pl, const struct sim_opts *opts,
 	w->lean = opts->lean && !opts->record && !sched_async(pl->sched);
 	w->opt = opts->optimizer;
 	w->ntasks = w->nrecorded = 0;
+	if (plan_megatron_features(pl)) {
+		struct sim_opts o = *opts;
+
+		if (pl->has_optimizer)
+			o.optimizer = pl->optimizer;
+		return sim_pipe_run(s, pl, &o, r);
+	}
 	st = sim_layout(s, pl);
 	if (!st)
 		st = sim_finish(s, pl, 0, r);
