@@ -212,6 +212,7 @@ bench: all
 	bench/ilp-sizes
 	bench/graphpipe-compare
 	bench/papers
+	bench/megatron-table1
 	bench/predict-sim
 	bench/run-small
 	BIN=$(BIN) bench/startup
