@@ -214,6 +214,7 @@ bench: all
 	bench/papers
 	bench/megatron-table1
 	bench/predict-sim
+	BIN=$(BIN) bench/scale-planners
 	bench/run-small
 	BIN=$(BIN) bench/startup
 	@$(MAKE) --no-print-directory figures

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/ties.h"
 #include "driver.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -347,6 +348,37 @@ static double quick_bound_ms(const struct ilp_inst *x)
 	return MS * c * (1 + (x->m - 1.0) / x->K);
 }
 
+/* Before any program is built: the fewest stages of a layout (K stages
+ * of ndev / K devices, at most ILP_MAX_LAYOUT of either, K at most max_k)
+ * must be some, and no more than the model's tied weights allow, which
+ * hold every operator on a path between two of a tie group's members in
+ * the stage of the group (ties_forced()): a model whose whole body lies
+ * between its embedding and the output layer that shares its table, as
+ * a GPT's, runs as few stages as it has operators outside that path,
+ * plus one, and no program of more has a point. */
+static int check_layouts(const struct planner_input *input, int max_k)
+{
+	const struct graph *g = input->g;
+	int ndev = cluster_ndevices(input->c), kmin = 0, most, tied, st;
+
+	for (int K = 1; K <= max_k && K <= ILP_MAX_LAYOUT && !kmin; K++)
+		if (ndev % K == 0 && ndev / K <= ILP_MAX_LAYOUT)
+			kmin = K;
+	if (!kmin)
+		return ap_err(AP_EINPUT, "ilp", 0, "no layout of %d devices as equal stages: "
+			      "expected at most %d stages (--max-stages %d) of at most %d devices",
+			      ndev, max_k < ILP_MAX_LAYOUT ? max_k : ILP_MAX_LAYOUT, max_k,
+			      ILP_MAX_LAYOUT);
+	st = ties_forced(g, &most, &tied);
+	if (!st && g->nops - most + 1 < kmin)
+		st = ap_err(AP_EINPUT, "ilp", 0, "'%s' ties the weight of '%s' to '%s', which "
+			    "holds %d of its %d operators in one stage, so it runs as at most %d "
+			    "stages, but %d devices need at least %d stages of at most %d devices",
+			    g->name, g->ops[tied].name, g->ops[g->ops[tied].a.tie].name, most,
+			    g->nops, g->nops - most + 1, ndev, kmin, ILP_MAX_LAYOUT);
+	return st;
+}
+
 static int plan_ilp(const struct planner_input *input, struct plan *out)
 {
 	const struct graph *g = input->g;
@@ -361,6 +393,9 @@ static int plan_ilp(const struct planner_input *input, struct plan *out)
 			      "max-stages at least 0");
 	if (max_k == 0 || max_k > ndev)
 		max_k = ndev;
+	st = check_layouts(input, max_k);
+	if (st)
+		return st;
 	glp_term_out(GLP_OFF);
 	se.subs = calloc((size_t)ndev * 32 + 1, sizeof *se.subs);
 	se.best.stage = calloc((size_t)g->nops + 1, sizeof(int));

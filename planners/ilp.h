@@ -66,6 +66,9 @@
 
 #include "planner.h"
 
+/* The most stages of a layout, and devices of one stage. */
+#define ILP_MAX_LAYOUT 64
+
 struct ilp_cfg {
 	int degree[NDIMS];
 	int ndev;            /* product of degrees: the stage's first ndev devices */

@@ -251,7 +251,7 @@ static int make_edges(struct ilp_inst *x)
 	const struct graph *g = x->input->g;
 	const struct cluster *cl = x->input->c;
 	int64_t mb = g->batch / x->m;
-	double *busy = malloc((size_t)cost_link_resources(cl) * sizeof *busy);
+	double *busy = calloc((size_t)cost_link_resources(cl), sizeof *busy);
 
 	x->edge = calloc((size_t)g->nops * 4 + 1, sizeof *x->edge);
 	if (!busy || !x->edge) {
@@ -398,7 +398,8 @@ int ilp_inst_build(struct ilp_inst *x, const struct planner_input *input, int K,
 	x->m = m;
 	x->per = K > 0 ? ndev / K : 0;
 	x->mem_cap = input->c->mem_bytes > 0 ? input->c->mem_bytes : input->p->dev.mem_bytes;
-	if (K < 1 || ndev % K || m < 1 || g->batch % m || x->per > 64 || K > 64)
+	if (K < 1 || ndev % K || m < 1 || g->batch % m || x->per > ILP_MAX_LAYOUT ||
+	    K > ILP_MAX_LAYOUT)
 		return quiet ? AP_EINPUT : ap_err(AP_EINPUT, "ilp", 0, "%d stages of %d "
 						 "micro-batches do not fit %d devices and a batch "
 						 "of %lld", K, m, ndev, (long long)g->batch);
@@ -452,10 +453,10 @@ void ilp_inst_release(struct ilp_inst *x)
 
 double ilp_inst_eval(const struct ilp_inst *x, const int *stage, const int *cfg)
 {
-	double sum = 0, t[64] = { 0 }, upd[64] = { 0 }, tmax = 0, umax = 0, S = 0, ar = 0,
-	       bwd = 0;
-	int64_t mem[64] = { 0 }, ws[64] = { 0 };
-	int used[64] = { 0 };
+	double sum = 0, t[ILP_MAX_LAYOUT] = { 0 }, upd[ILP_MAX_LAYOUT] = { 0 }, tmax = 0, umax = 0,
+	       S = 0, ar = 0, bwd = 0;
+	int64_t mem[ILP_MAX_LAYOUT] = { 0 }, ws[ILP_MAX_LAYOUT] = { 0 };
+	int used[ILP_MAX_LAYOUT] = { 0 };
 
 	for (int k = 0; k < x->ngroups; k++) {
 		const struct ilp_group *gr = &x->grp[k];

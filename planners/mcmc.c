@@ -47,6 +47,19 @@
  * explored, and left, in a few thousand proposals; a large one is given
  * at least ten thousand before the search may call it converged.
  *
+ * The search keeps to plans whose simulation stays within 1/16 of
+ * the simulator's bound (sim/sim_size.h), so that each proposal is
+ * simulated quickly and the delta simulation's garbage has room: the
+ * pairs of shards that exchange data, which grow as the product of the
+ * shard counts of a producer and a consumer that split differently, are
+ * counted per edge and kept up to date through each proposal's changed
+ * ops.  A proposal beyond the bound is rejected unsimulated; a start
+ * beyond it (owt's model-parallel layers or a random plan on a thousand
+ * devices) is replaced by where the search stands: the best plan so far,
+ * or while none fits the plan the last chain ended with (at first every
+ * operator on one device).  On the small clusters of the papers no plan
+ * comes near the bound.
+ *
  * Statistics: proposals, proposals_per_s (over the whole search, setup
  * and starting plans included), proposal_us (mean microseconds per
  * proposal inside the chains: propose, simulate, accept or undo),
@@ -66,12 +79,16 @@
 #include "plan/plan_build.h"
 #include "plan/plan_check.h"
 #include "sim/sim_delta.h"
+#include "sim/sim_size.h"
 #include "cost/cost.h"
 
 /* A chain runs at least this many proposals, or as many as there are
  * single-operator moves when that is fewer, before it may stop for want
  * of improvement. */
 #define MCMC_MIN_PROPOSALS 10000
+
+/* The share of the simulator's bound a searched plan may take. */
+#define MCMC_SIM_SHARE 16
 
 struct mcmc {
 	const struct planner_input *input;
@@ -93,6 +110,11 @@ struct mcmc {
 	 * proposal changed (chg[0], the one drawn) and the degrees and
 	 * devices the others had (follow_ties()) */
 	int *ring, *chg, (*tie_deg)[NDIMS], *tie_devs;
+	/* the pairs of shards of each edge of the current plan (edge k of op
+	 * c at in_ofs[c] + k; sim_edge_pairs()), their sum, and each op's
+	 * consumers (graph_consumers()) */
+	int *in_ofs, *cons_ofs, *cons;
+	int64_t *epairs, pairs;
 };
 
 static uint64_t next_rand(struct mcmc *mc)
@@ -298,6 +320,66 @@ static int copy_configs(struct plan *dst, const struct plan *src)
 	return st;
 }
 
+/* --- the size of its simulation ------------------------------------------- */
+
+static int size_init(struct mcmc *mc)
+{
+	const struct graph *g = mc->input->g;
+	int st = graph_consumers(g, &mc->cons_ofs, &mc->cons);
+
+	mc->in_ofs = malloc(((size_t)g->nops + 1) * sizeof *mc->in_ofs);
+	if (!st && !mc->in_ofs)
+		st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	if (st)
+		return st;
+	mc->in_ofs[0] = 0;
+	for (int i = 0; i < g->nops; i++)
+		mc->in_ofs[i + 1] = mc->in_ofs[i] + g->ops[i].nin;
+	mc->epairs = calloc((size_t)mc->in_ofs[g->nops] + 1, sizeof *mc->epairs);
+	return mc->epairs ? AP_OK : ap_err(AP_EFAIL, NULL, 0, "out of memory");
+}
+
+static void count_edge(struct mcmc *mc, const struct plan *p, int c, int k)
+{
+	int64_t *e = &mc->epairs[mc->in_ofs[c] + k], n = sim_edge_pairs(mc->input->g, p, c, k);
+
+	mc->pairs += n - *e;
+	*e = n;
+}
+
+/* Every edge counted under p. */
+static void count_all(struct mcmc *mc, const struct plan *p)
+{
+	const struct graph *g = mc->input->g;
+
+	for (int c = 0; c < g->nops; c++)
+		for (int k = 0; k < g->ops[c].nin; k++)
+			count_edge(mc, p, c, k);
+}
+
+/* The edges into and out of the n ops ops[] counted again under p. */
+static void count_ops(struct mcmc *mc, const struct plan *p, const int *ops, int n)
+{
+	const struct graph *g = mc->input->g;
+
+	for (int j = 0; j < n; j++) {
+		int i = ops[j];
+
+		for (int k = 0; k < g->ops[i].nin; k++)
+			count_edge(mc, p, i, k);
+		for (int e = mc->cons_ofs[i]; e < mc->cons_ofs[i + 1]; e++)
+			for (int k = 0; k < g->ops[mc->cons[e]].nin; k++)
+				if (g->ops[mc->cons[e]].in[k] == i)
+					count_edge(mc, p, mc->cons[e], k);
+	}
+}
+
+/* Whether the simulation of p, counted, passes the search's bound. */
+static int too_large(const struct mcmc *mc, const struct plan *p)
+{
+	return sim_pairs_bytes(p, mc->pairs) > SIM_MAX_BYTES / MCMC_SIM_SHARE;
+}
+
 /* --- the chain ------------------------------------------------------------- */
 
 static double iter_or_inf(const struct sim_result *r)
@@ -316,6 +398,20 @@ static int improve(struct mcmc *mc)
 	return st;
 }
 
+/* A rejected proposal of op i, which had degrees old_deg on old_devs,
+ * taken back: the ops it changed (n, the ties that followed i included)
+ * as they were, and their edges counted again. */
+static int take_back(struct mcmc *mc, int i, const int *old_deg, int n)
+{
+	int st = plan_place(&mc->cur, i, 0, old_deg, mc->old_devs);
+
+	if (!st && n > 1)
+		st = put_back(mc, &mc->cur, n);
+	if (!st)
+		count_ops(mc, &mc->cur, n > 1 ? mc->chg : &i, n);
+	return st;
+}
+
 /* Metropolis-Hastings from the configurations of `start` until the chain's
  * deadline. */
 static int chain(struct mcmc *mc, const struct plan *start, double deadline)
@@ -328,8 +424,10 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 	int st;
 
 	st = copy_configs(&mc->cur, start);
-	if (!st)
+	if (!st) {
+		count_all(mc, &mc->cur);
 		st = sim_run(&mc->s, &mc->cur, &lean, &r);
+	}
 	if (st)
 		return st;
 	mc->cur_s = iter_or_inf(&r);
@@ -365,10 +463,19 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 					return st;
 				continue;
 			}
-			if (!st)
-				st = mc->full ? sim_run(&mc->s, &mc->cur, &lean, &r)
-					      : sim_delta(&mc->s, &mc->cur, nchg > 1 ? mc->chg : &i,
-							  nchg, &r);
+			if (st)
+				return st;
+			count_ops(mc, &mc->cur, nchg > 1 ? mc->chg : &i, nchg);
+			if (too_large(mc, &mc->cur)) {
+				/* rejected unsimulated */
+				mc->proposals++;
+				st = take_back(mc, i, old_deg, nchg);
+				if (st)
+					return st;
+				continue;
+			}
+			st = mc->full ? sim_run(&mc->s, &mc->cur, &lean, &r)
+				      : sim_delta(&mc->s, &mc->cur, nchg > 1 ? mc->chg : &i, nchg, &r);
 			if (st)
 				return st;
 			mc->proposals++;
@@ -380,9 +487,7 @@ static int chain(struct mcmc *mc, const struct plan *start, double deadline)
 					 rand_unit(mc) < exp(-mc->beta * (new_s - mc->cur_s) /
 							      mc->unit_s);
 			if (!accept) {
-				st = plan_place(&mc->cur, i, 0, old_deg, mc->old_devs);
-				if (!st && nchg > 1)
-					st = put_back(mc, &mc->cur, nchg);
+				st = take_back(mc, i, old_deg, nchg);
 				if (st)
 					return st;
 				if (!mc->full)
@@ -472,6 +577,8 @@ static int plan_mcmc(const struct planner_input *input, struct plan *out)
 	if (!st)
 		st = one_stage_plan(&mc, &start);
 	if (!st)
+		st = size_init(&mc);
+	if (!st)
 		st = sim_init(&mc.s, input->g, input->p, input->c);
 	for (int c = 0; c < nchains && !st; c++) {
 		double left = deadline - now_s();
@@ -479,6 +586,11 @@ static int plan_mcmc(const struct planner_input *input, struct plan *out)
 		if (c > 0 && left <= 0)
 			break;
 		st = start_plan(&mc, c < 2 ? starts[c] : NULL, &start);
+		if (!st) {
+			count_all(&mc, &start);
+			if (too_large(&mc, &start))
+				st = copy_configs(&start, isinf(mc.best_s) ? &mc.cur : &mc.best);
+		}
 		if (!st)
 			st = chain(&mc, &start, now_s() + left / (nchains - c));
 	}
@@ -513,6 +625,10 @@ static int plan_mcmc(const struct planner_input *input, struct plan *out)
 	free(mc.chg);
 	free(mc.tie_deg);
 	free(mc.tie_devs);
+	free(mc.in_ofs);
+	free(mc.cons_ofs);
+	free(mc.cons);
+	free(mc.epairs);
 	return st;
 }
 

@@ -496,8 +496,9 @@ static int plan_pipedream(const struct planner_input *input, struct plan *out)
 	est = pd.units * pd.lv[top].t[at(&pd, pd.lv[top].m, 0, pd.n)];
 	if (!isfinite(est)) {
 		rc = ap_err(AP_EINPUT, "pipedream", 0, "no pipeline of '%s' on %d devices "
-			    "meets the constraints (%d units%s%s)%s", input->g->name,
+			    "meets the constraints (%d units%s%s%s)%s", input->g->name,
 			    cluster_ndevices(input->c), pd.n,
+			    pd.tied ? ", tied weights holding what lies between them in one" : "",
 			    pd.straight ? ", one device per stage" : "",
 			    pd.memory ? ", each stage fitting a device's memory" : "",
 			    pd.fewer ? "" : "; 'fewer' lets it use fewer devices");

@@ -84,49 +84,58 @@ int cost_link_resources(const struct cluster *c)
 }
 
 /* Adds a transfer of `bytes` from src to dst to the busy time of the
- * links it occupies (cost_link_resources()); the busier one after it. */
-static double occupy(const struct cluster *c, int src, int dst, double bytes, double *busy)
+ * links it occupies (cost_link_resources()); the busier one after it.
+ * clear: sets them back to 0 instead. */
+static double occupy(const struct cluster *c, int src, int dst, double bytes, double *busy,
+		     int clear)
 {
 	int ndev = cluster_ndevices(c);
-	double t = cost_transfer_s(c, src, dst, bytes);
+	double t = clear ? 0 : cost_transfer_s(c, src, dst, bytes);
 
 	if (cluster_link_class(c, src, dst) == LINK_INTER) {
 		double *tx = &busy[ndev * ndev + 2 * cluster_node_of(c, src)];
 		double *rx = &busy[ndev * ndev + 2 * cluster_node_of(c, dst) + 1];
 
-		*tx += t;
-		*rx += t;
+		*tx = clear ? 0 : *tx + t;
+		*rx = clear ? 0 : *rx + t;
 		return fmax(*tx, *rx);
 	}
-	busy[src * ndev + dst] += t;
+	busy[src * ndev + dst] = clear ? 0 : busy[src * ndev + dst] + t;
 	return busy[src * ndev + dst];
 }
 
-double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, const int dp[NDIMS],
-		      int pb, int cons, int k, const int dc[NDIMS], int cb, int64_t mb,
-		      double *busy)
+void cost_meeting(int64_t a, int64_t b, int dp, int64_t sz, int *first, int *last)
+{
+	*first = (int)(a * dp / sz);
+	*last = (int)((b * dp + sz - 1) / sz);
+	if (*last > dp)
+		*last = dp;
+}
+
+/* Every overlap of what a producer shard owns and a consumer shard needs,
+ * occupying its links (or clearing them); the busiest link's time. */
+static double reshard_walk(const struct graph *g, const struct cluster *c, int p,
+			   const int dp[NDIMS], int pb, int cons, int k, const int dc[NDIMS], int cb,
+			   int64_t mb, double *busy, int clear)
 {
 	const struct shape *t = &g->ops[p].out;
-	int nres = cost_link_resources(c), nd[NDIMS], ci[NDIMS] = { 0 }, kc = 0;
+	int nd[NDIMS], ci[NDIMS] = { 0 }, kc = 0;
 	double worst = 0;
 
-	for (int r = 0; r < nres; r++)
-		busy[r] = 0;
 	for (int d = 0; d < NDIMS; d++)
 		nd[d] = cost_need_varies(g, cons, k, d) ? dc[d] : 1;
 	do {
 		int first[NDIMS], last[NDIMS], pi[NDIMS], empty = 0;
 		int64_t a[NDIMS], b[NDIMS];
 
-		/* the consumer shard's need, and the producer shards whose
-		 * [j S / D, (j + 1) S / D) can meet it */
+		/* the consumer shard's need, and the producer shards that can
+		 * meet it */
 		for (int d = 0; d < NDIMS; d++) {
 			int64_t sz = shape_extent(t, (enum dim_kind)d, mb);
 
 			cost_need_span(g, cons, k, d, nd[d] > 1 ? ci[d] : 0, nd[d], mb, &a[d], &b[d]);
-			first[d] = pi[d] = (int)(a[d] * dp[d] / sz);
-			last[d] = (int)((b[d] * dp[d] + sz - 1) / sz);
-			last[d] = last[d] > dp[d] ? dp[d] : last[d];
+			cost_meeting(a[d], b[d], dp[d], sz, &first[d], &last[d]);
+			pi[d] = first[d];
 			empty |= first[d] >= last[d];
 		}
 		do {
@@ -147,10 +156,24 @@ double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, con
 			src = pb + kp;
 			dst = cb + kc;
 			if (vol > 0 && src != dst)
-				worst = fmax(worst, occupy(c, src, dst, (double)vol, busy));
+				worst = fmax(worst, occupy(c, src, dst, (double)vol, busy, clear));
 		} while (shard_coord_next(pi, first, last));
 		kc++;
 	} while (shard_coord_next(ci, NULL, dc));
+	return worst;
+}
+
+/* The walk twice: the links' busy times, then those entries back to 0,
+ * so that a call touches only the links it uses (busy[] has ndev^2
+ * entries: 8 MB at 1,024 devices, which clearing whole cost more than the
+ * pricing). */
+double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, const int dp[NDIMS],
+		      int pb, int cons, int k, const int dc[NDIMS], int cb, int64_t mb,
+		      double *busy)
+{
+	double worst = reshard_walk(g, c, p, dp, pb, cons, k, dc, cb, mb, busy, 0);
+
+	reshard_walk(g, c, p, dp, pb, cons, k, dc, cb, mb, busy, 1);
 	return g->ops[p].kind == OP_INPUT ? worst : 2 * worst;
 }
 

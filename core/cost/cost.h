@@ -59,10 +59,15 @@ int64_t cost_need_bytes(const struct graph *g, int c, int k, const int dc[NDIMS]
  * devices by cost_transfer_s(), transfers on different links run side by
  * side and those on one link one after another, so the edge costs its
  * busiest link; twice that when p has a gradient (it flows back over the
- * reverse links).  busy[] is scratch of cost_link_resources(c) doubles. */
+ * reverse links).  busy[] is scratch of cost_link_resources(c) doubles,
+ * zero on entry (calloc) and left zero. */
 double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, const int dp[NDIMS],
 		      int pb, int cons, int k, const int dc[NDIMS], int cb, int64_t mb,
 		      double *busy);
+/* The producer shards j of dp along a dim of sz whose part
+ * [j sz / dp, (j + 1) sz / dp) can meet [a, b): *first .. *last - 1, the
+ * rule of the simulator's transfers and of the resharding above. */
+void cost_meeting(int64_t a, int64_t b, int dp, int64_t sz, int *first, int *last);
 /* The link resources of c that cost_reshard_s() tracks: the directed
  * device pairs and each node's NIC, sending and receiving. */
 int cost_link_resources(const struct cluster *c);

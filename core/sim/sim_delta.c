@@ -17,8 +17,10 @@
  * addressed by (ofs, end) for that reason.  What is left behind is
  * garbage, and once it outgrows the live part 24 times a full run
  * compacts it (a compaction costs a full run; the schedule only ever
- * touches live entries, so garbage costs memory, not time).  The temporary
- * lists a change builds are keyed by the changed shards alone.
+ * touches live entries, so garbage costs memory, not time), or once it
+ * passes both SIM_GARBAGE_MAX entries and the live part: a large layout's
+ * garbage stays near its own size.  The temporary lists a change builds
+ * are keyed by the changed shards alone.
  *
  * Schedule.  Steps (one op's forward or backward in one item) run in a
  * fixed order, each resource doing its tasks in that order, so the state
@@ -58,6 +60,12 @@
 #include "sim/sim_ckpt.h"
 
 enum { MARK_K = 1, MARK_R = 2, MARK_C = 4 };
+
+/* Garbage is compacted once it passes 24 times the live entries, or both
+ * this many and the live entries: the garbage of a large layout stays
+ * near its own size (4M entries, most of them parts of transfers, take
+ * about 150 MB). */
+#define SIM_GARBAGE_MAX ((int64_t)1 << 22)
 
 /* What sim_undo() does after the last run: force a full run next, restore
  * the delta's layout, or leave the ops it changed to the next delta. */
@@ -509,6 +517,7 @@ static int applicable(const struct sim *s, const struct plan *pl, const int *ops
 
 	if (!w->delta_ready || pl->microbatches != 1 || plan_mixed_microbatches(pl) ||
 	    plan_round_robin(pl) || w->recompute || w->grown > 24 * w->live ||
+	    (w->grown > SIM_GARBAGE_MAX && w->grown > w->live) ||
 	    pl->nstages != w->nstages)
 		return 0;
 	/* the stage of a changed op must stay: the order of steps depends

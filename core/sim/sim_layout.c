@@ -24,6 +24,7 @@
 #include "plan/plan_check.h"
 #include "sim/sim_transfers.h"
 #include "sim/sim_comm.h"
+#include "sim/sim_size.h"
 
 /* --- checks and stages ---------------------------------------------------- */
 
@@ -458,6 +459,8 @@ int sim_layout(struct sim *s, const struct plan *pl)
 {
 	int st = check_plan(s, pl);
 
+	if (!st)
+		st = sim_size_check(s->g, pl);
 	if (st)
 		return st;
 	/* only an asynchronous schedule's iteration reads a link's busy

@@ -236,12 +236,7 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 			struct sim_span *sp = &w->span[ed.ofs[d] + i];
 
 			cost_need_span(s->g, c, k, d, i, nd, ed.mb_n, &sp->a, &sp->b);
-			/* the producer shards whose [j*S/D, (j+1)*S/D) can meet
-			 * [a, b) */
-			sp->first = (int)(sp->a * dp[d] / sz);
-			sp->last = (int)((sp->b * dp[d] + sz - 1) / sz);
-			if (sp->last > dp[d])
-				sp->last = dp[d];
+			cost_meeting(sp->a, sp->b, dp[d], sz, &sp->first, &sp->last);
 		}
 	}
 	/* a consumer replica keeps what it receives once: counted with

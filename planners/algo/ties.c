@@ -1,7 +1,8 @@
 /*
  * Tied weights for the planners (ties.h): tie groups, their spans over an
- * order of the operators, the cuts of an order that keep them whole, and
- * the check plan_validate() makes, quietly.
+ * order of the operators, the cuts of an order that keep them whole, the
+ * operators a group holds in its stage, and the check plan_validate()
+ * makes, quietly.
  */
 #include "algo/ties.h"
 
@@ -116,6 +117,49 @@ int ties_cuts(const struct graph *g, const int *order, char *keep)
 	free(hi);
 	free(open);
 	return AP_OK;
+}
+
+/* Operators are in topological order: what follows a member (down) and
+ * what leads to one (up) are a pass each, per group. */
+int ties_forced(const struct graph *g, int *most, int *tied)
+{
+	int n = g->nops, st = AP_OK;
+	int *root = malloc(((size_t)n + 1) * sizeof *root);
+	char *down = malloc((size_t)n + 1), *up = malloc((size_t)n + 1);
+
+	*most = 1;
+	*tied = -1;
+	if (!root || !down || !up)
+		st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	for (int i = 0; i < n && !st; i++)
+		root[i] = root_of(g, i);
+	/* each group once, from a member that ties its weight to another */
+	for (int t = 0; t < n && !st; t++) {
+		int count = 0, first = 1;
+
+		for (int i = 0; i < t && first; i++)
+			first = root[i] != root[t] || g->ops[i].a.tie < 0;
+		if (g->ops[t].a.tie < 0 || !first)
+			continue;
+		for (int i = 0; i < n; i++)
+			up[i] = down[i] = root[i] == root[t];
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < g->ops[i].nin; k++)
+				down[i] |= down[g->ops[i].in[k]];
+		for (int i = n - 1; i >= 0; i--)
+			for (int k = 0; k < g->ops[i].nin && up[i]; k++)
+				up[g->ops[i].in[k]] = 1;
+		for (int i = 0; i < n; i++)
+			count += up[i] && down[i];
+		if (count > *most) {
+			*most = count;
+			*tied = t;
+		}
+	}
+	free(root);
+	free(down);
+	free(up);
+	return st;
 }
 
 int ties_kept(const struct plan *p, const struct graph *g)

@@ -35,6 +35,14 @@ void ties_span(const struct graph *g, const int *pos, int *lo, int *hi);
  * memory. */
 int ties_cuts(const struct graph *g, const int *order, char *keep);
 
+/* The most operators one tie group holds in one stage of any plan whose
+ * stages follow the graph's edges (an operator's inputs come from its
+ * stage or earlier ones): the group's members and every operator on a
+ * path between two of them, *most; 1 without ties.  *tied: an operator
+ * of that group that ties its weight to another, -1 without ties.
+ * AP_EFAIL (reported) when out of memory. */
+int ties_forced(const struct graph *g, int *most, int *tied);
+
 /* Whether plan p keeps every tie of g as plan_validate() requires: each
  * tied pair on the same set of devices, and in one stage where either
  * stage has round-robin replicas. */
