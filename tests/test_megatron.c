@@ -192,7 +192,8 @@ static double iter_ms(const char *model, const char *cluster, const char *batch,
 /* The paper's section 2.2: at a small batch (16 micro-batches of one
  * sequence on each of 8 pipeline groups) interleaving two chunks a group
  * cuts the bubble; 10% or more, as its figure 12 measures.  ZB-H1 beats
- * 1F1B at the same memory (Qi et al., table 3: up to 23%). */
+ * 1F1B by 10% or more at the same peak memory (Qi et al., table 3: up to
+ * 23%). */
 static void test_schedules(void **state)
 {
 	int64_t m1, m2;
@@ -211,7 +212,7 @@ static void test_schedules(void **state)
 	zb = iter_ms("gpt_1.7b", "selene:1", "16",
 		     "tensor=1,pipeline=8,microbatch=1,recompute=none,schedule=zb-h1", &m2);
 	print_message("1f1b %.1f ms, zb-h1 %.1f ms\n", plain, zb);
-	assert_true(zb < 0.97 * plain);
+	assert_true(zb < 0.9 * plain);
 	assert_true(m2 <= m1);
 }
 

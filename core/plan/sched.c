@@ -233,60 +233,35 @@ static int interleaved(int G, int v, int m, int r, struct sched_item *it)
 }
 
 /*
- * ZB-H1 (Qi et al., ICLR 2024, section 3.1): the backward split into B,
- * the input gradient the previous stage waits for, and W, the weight
- * gradient nothing waits for.  Every group runs, in unit time slots, a B
- * whose gradient has arrived, else a forward while fewer than G - r
- * micro-batches hold activations (1F1B's bound, so its memory), else its
- * oldest pending W; a micro-batch frees its activations with its W.  The
- * W passes thus fill the slots 1F1B leaves idle at the end of a step and
- * the last stages run F, B, W in turn.  Fixed by unit times, the order
- * is the same for the simulator and the runtime whatever the real ones.
- * r is the group asked for; every group is stepped, the others' done
- * counts being what r waits on.
+ * ZB-H1 (Qi et al., ICLR 2024, section 3.1, figure 3): the backward split
+ * into B, the input gradient the previous stage waits for, and W, the
+ * weight gradient nothing waits for.  Group r of G, counting x from 0:
+ * p - 1 - r forwards alone (warm-up, as 1F1B); then r of (F x, B x - (G
+ * - 1 - r)); then, while forwards remain, (F x, B x - (G - 1 - r),
+ * W x - (G - 1)), each B sent on before its W; then G - 1 - r of (B, W)
+ * and the r W passes left.  Every group's W lags its F by G - 1 micro-
+ * batches, so the first group holds G micro-batches' activations, as
+ * under 1F1B, while the W passes of the later groups fill the slots 1F1B
+ * leaves idle: on unit times F = B = W its step takes 3m + G - 1 slots
+ * against 1F1B's 3(m + G - 1).
  */
 static int zb_h1(int G, int m, int r, struct sched_item *items)
 {
-	int *nf = calloc((size_t)G, sizeof *nf), *nb = calloc((size_t)G, sizeof *nb);
-	int *nw = calloc((size_t)G, sizeof *nw);
-	int *pf = calloc((size_t)G, sizeof *pf), *pb = calloc((size_t)G, sizeof *pb);
-	int n = -1;
+	int n = 0;
 
-	if (!nf || !nb || !nw || !pf || !pb)
-		goto out;
-	n = 0;
-	while (nw[r] < m) {
-		/* what every group had done at the start of this slot */
-		memcpy(pf, nf, (size_t)G * sizeof *pf);
-		memcpy(pb, nb, (size_t)G * sizeof *pb);
-		for (int q = 0; q < G; q++) {
-			int pass = -1, j = 0;
+	for (int x = 0; x < m + G - 1; x++) {
+		int f = x, b = x - (G - 1 - r), w = x - (G - 1);
+		const int mb[3] = { f, b, w };
 
-			if (nb[q] < nf[q] && (q == G - 1 || pb[q + 1] > nb[q])) {
-				pass = SCHED_B;
-				j = nb[q]++;
-			} else if (nf[q] < m && nf[q] - nw[q] < G - q && (q == 0 || pf[q - 1] > nf[q])) {
-				pass = SCHED_F;
-				j = nf[q]++;
-			} else if (nw[q] < nb[q]) {
-				pass = SCHED_W;
-				j = nw[q]++;
-			}
-			if (q == r && pass >= 0) {
+		for (int pass = SCHED_F; pass <= SCHED_W; pass++)
+			if (mb[pass] >= 0 && mb[pass] < m) {
 				items[n].stage = r;
-				items[n].mb = j;
+				items[n].mb = mb[pass];
 				items[n].bwd = pass;
 				items[n].key = n;
 				n++;
 			}
-		}
 	}
-out:
-	free(pb);
-	free(pf);
-	free(nw);
-	free(nb);
-	free(nf);
 	return n;
 }
 

@@ -40,7 +40,9 @@
  * et al.'s per op (cost_saved_bytes()); a fully recomputing op keeps only
  * its inputs from ops that do not recompute (the checkpoints), and its
  * stage's backward brings the largest run of recomputing ops' activations
- * back for one micro-batch; a zero-bubble W pass frees its micro-batch.
+ * back for one micro-batch; under zero-bubble a B pass frees all but what
+ * the W pass needs (the inputs of the ops with weights and their output
+ * gradients), and the W pass that.
  */
 #include "sim/sim_pipe.h"
 
@@ -63,6 +65,7 @@ struct pstage {
 			      * zero-bubble) and W passes */
 	double send_s;       /* to the next stage: forward, and its gradient back */
 	int64_t act, peak_extra; /* kept per micro-batch; live during B */
+	int64_t wkeep;       /* of act, what a zero-bubble W pass still needs */
 	double params;       /* parameter elements per device */
 	double tp_bytes;     /* moved by its tensor collectives per micro-batch */
 	int64_t send_bytes;
@@ -179,6 +182,15 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 			ps->tp_bytes += 2 * ob * (T - 1) / T;
 		}
 		ps->act += cost_saved_bytes(g, i, &o, x->mb);
+		if (op->params > 0 || (op->kind == OP_LINEAR && op->a.tie >= 0)) {
+			/* W needs the op's input and its output's gradient */
+			struct tp_op in_only = op_mode(x, i, op->kind == OP_ATTENTION
+							     ? RECOMPUTE_SELECTIVE : rc);
+
+			ps->wkeep += cost_saved_bytes(g, i, &in_only, x->mb) +
+				     (int64_t)((double)op->out_bytes / BYTES_PER_ELEM / g->batch * e *
+					       x->mb / (x->role[i] == TP_COLUMN ? T : 1));
+		}
 		if (rc == RECOMPUTE_FULL) {
 			struct tp_op keep = op_mode(x, i, RECOMPUTE_NONE);
 
@@ -319,15 +331,15 @@ static int64_t group_act_peak(const struct pctx *x, int r)
 	for (int k = 0; k < x->norder[r]; k++) {
 		const struct sched_item *it = &x->order[r][k];
 		const struct pstage *ps = &x->st[it->stage];
+		int64_t keep = ps->wkeep < ps->act ? ps->wkeep : ps->act;
 
 		if (it->bwd == SCHED_F) {
 			cur += ps->act;
 		} else if (it->bwd == SCHED_B) {
 			peak = cur + ps->peak_extra > peak ? cur + ps->peak_extra : peak;
-			if (x->pl->sched != SCHED_ZB_H1)
-				cur -= ps->act;
+			cur -= x->pl->sched == SCHED_ZB_H1 ? ps->act - keep : ps->act;
 		} else {
-			cur -= ps->act;
+			cur -= keep;
 		}
 		peak = cur > peak ? cur : peak;
 	}
