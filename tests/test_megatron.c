@@ -131,6 +131,35 @@ static void test_orders(void **state)
 	}
 }
 
+/* For one chunk, 1f1b's and gpipe's group orders are sched_order()'s
+ * (the keys of the general simulator and runtime), stage by stage. */
+static void test_orders_match_keys(void **state)
+{
+	static struct sched_item all[2 * 8 * 12], mine[2 * 12];
+	static const enum sched_kind ks[] = { SCHED_GPIPE, SCHED_1F1B };
+	int depth[8];
+
+	(void)state;
+	for (size_t k = 0; k < 2; k++)
+		for (int G = 1; G <= 8; G++)
+			for (int m = 1; m <= 12; m++) {
+				for (int s = 0; s < G; s++)
+					depth[s] = s;
+				sched_order(ks[k], G, depth, m, all);
+				for (int r = 0; r < G; r++) {
+					int n = sched_group_order(ks[k], G, 1, m, r, mine), j = 0;
+
+					assert_int_equal(n, 2 * m);
+					for (int i = 0; i < 2 * G * m; i++)
+						if (all[i].stage == r) {
+							assert_int_equal(all[i].mb, mine[j].mb);
+							assert_int_equal(all[i].bwd, mine[j].bwd);
+							j++;
+						}
+				}
+			}
+}
+
 /* Table 1's configurations (t, p, GPUs, batch) with full recomputation fit
  * an A100's 80 GB; without recomputation the three largest cannot, with
  * any micro-batch, chunks or ZeRO-1 (145.6B then fits with ZeRO-1). */
@@ -270,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_korthikanti),
 		cmocka_unit_test(test_param_bytes),
 		cmocka_unit_test(test_orders),
+		cmocka_unit_test(test_orders_match_keys),
 		cmocka_unit_test(test_table1_memory),
 		cmocka_unit_test(test_schedules),
 		cmocka_unit_test(test_choice_and_json),

@@ -4,6 +4,7 @@
 #include "plan/pipe.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int same_list(const int *a, int na, const int *b, int nb)
@@ -70,14 +71,30 @@ int plan_pipe_shape(const struct plan *p, struct plan_pipe *out, char *why, size
 		}
 	}
 	/* disjoint groups: each device in one group at most */
-	for (int a = 0; a < G; a++)
-		for (int b = a + 1; b < G; b++)
-			for (int k = 0; k < p->stages[a].ndev; k++)
-				for (int l = 0; l < p->stages[b].ndev; l++)
-					if (p->stages[a].devices[k] == p->stages[b].devices[l]) {
-						snprintf(why, len, "stages %d and %d share device %d",
-							 a, b, p->stages[a].devices[k]);
-						return -1;
-					}
+	int most = 0;
+	unsigned char *seen;
+
+	for (int q = 0; q < G; q++)
+		for (int k = 0; k < p->stages[q].ndev; k++)
+			most = p->stages[q].devices[k] > most ? p->stages[q].devices[k] : most;
+	seen = calloc((size_t)most + 1, 1);
+	if (!seen) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	for (int q = 0; q < G; q++)
+		for (int k = 0; k < p->stages[q].ndev; k++) {
+			int d = p->stages[q].devices[k];
+
+			if (d >= 0 && seen[d]) {
+				snprintf(why, len, "device %d is in two groups (stage %d's and an earlier one)",
+					 d, q);
+				free(seen);
+				return -1;
+			}
+			if (d >= 0)
+				seen[d] = 1;
+		}
+	free(seen);
 	return 0;
 }

@@ -273,6 +273,23 @@ int sched_group_order(enum sched_kind k, int G, int v, int m, int r, struct sche
 		return interleaved(G, v, m, r, items);
 	if (k == SCHED_ZB_H1)
 		return zb_h1(G, m, r, items);
+	if (v == 1 && (k == SCHED_1F1B || k == SCHED_GPIPE)) {
+		/* sched_key()'s order for one chunk, written out: the warm-up
+		 * forwards (all of them under gpipe), one forward and one
+		 * backward in turn, the remaining backwards */
+		int warm = k == SCHED_GPIPE ? m : G - 1 - r < m ? G - 1 - r : m, f = 0, b = 0;
+
+		while (f < m || b < m) {
+			int bwd = f >= m || f >= warm + b + 1;
+			struct sched_item *it = &items[n];
+
+			it->stage = r;
+			it->mb = bwd ? b++ : f++;
+			it->bwd = bwd;
+			it->key = n++;
+		}
+		return n;
+	}
 	for (int c = 0; c < v; c++)
 		for (int j = 0; j < m; j++)
 			for (int bwd = 0; bwd < 2; bwd++) {

@@ -144,7 +144,7 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 	int *tg = malloc((size_t)T * sizeof *tg), *dg = malloc((size_t)D * sizeof *dg);
 	int *sorted = NULL;
 	int64_t *seg = calloc((size_t)x->S, sizeof *seg);
-	int st = AP_OK;
+	int st = AP_OK, last = -1;
 
 	if (!tg || !dg || !seg) {
 		st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
@@ -158,7 +158,10 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 		struct op_cost oc;
 		double cf, cb, e = precision_elem_bytes(pl->precision);
 
-		groups_of(&pl->stages[sx], &x->sh, tg, dg);
+		if (sx != last) {
+			groups_of(&pl->stages[sx], &x->sh, tg, dg);
+			last = sx;
+		}
 		st = cost_tp_op(s->p, g, i, &o, pl->microbatches, D, &oc);
 		if (st)
 			break;
@@ -211,14 +214,14 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 		ps->params += (double)op->params / (tp_role_splits_params(x->role[i]) ? T : 1);
 		/* what crosses to later stages: once over every cut up to its
 		 * last consumer */
-		int last = sx;
+		int reach = sx;
 
 		for (int e2 = s->w->cons_ofs[i]; e2 < s->w->cons_ofs[i + 1]; e2++) {
 			int cs = plan_stage_index(pl, pl->ops[s->w->cons[e2]].stage);
 
-			last = cs > last ? cs : last;
+			reach = cs > reach ? cs : reach;
 		}
-		for (int q = sx; q < last; q++)
+		for (int q = sx; q < reach; q++)
 			x->st[q].send_bytes += (int64_t)((double)op->out_bytes / BYTES_PER_ELEM /
 							 g->batch * e * x->mb);
 	}
