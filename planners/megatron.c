@@ -11,7 +11,9 @@
  * the embedding group, section 2.1), optionally v model chunks per group
  * under the interleaved schedule (section 2.2).  It searches, as the
  * paper's section 3 reasons, over t (dividing the node and the heads), p
- * (dividing the layers), d = devices / (t p), the micro-batch size b,
+ * (dividing the layers), d = devices / (t p) (or, where the batch does
+ * not split that many ways, the most it splits over, leaving devices
+ * idle), the micro-batch size b,
  * the chunks v, recomputation (none, selective: attention's scores,
  * Korthikanti et al. 2023; full: every layer's ops but the residual add
  * that ends it, whose output is the checkpoint) and ZeRO-1 (the
@@ -36,6 +38,7 @@
 #include "sim/sim.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/intmath.h"
 
 static const struct planner_option megatron_options[] = {
 	{ "precision", POPT_CHOICE, "mixed", "mixed|fp32", "training precision" },
@@ -52,7 +55,7 @@ static const struct planner_option megatron_options[] = {
 };
 
 struct cand {
-	int t, p, v, b, rc, zero, sp;
+	int t, p, d, v, b, rc, zero, sp;
 	enum sched_kind k;
 };
 
@@ -112,7 +115,7 @@ static int ends_layer(const struct mctx *x, int i)
 static int build(struct mctx *x, const struct cand *c, struct plan *out)
 {
 	const struct graph *g = x->in->g;
-	int S = c->p * c->v, per = x->L / S, D = cluster_ndevices(x->in->c) / (c->t * c->p);
+	int S = c->p * c->v, per = x->L / S, D = c->d;
 	int deg[NDIMS] = { D, 1, 1, 1, 1 };
 	int st = plan_alloc(out, g, S);
 
@@ -147,7 +150,7 @@ static int build(struct mctx *x, const struct cand *c, struct plan *out)
 static int weights_fit(const struct mctx *x, const struct cand *c)
 {
 	const struct graph *g = x->in->g;
-	int S = c->p * c->v, per = x->L / S, D = cluster_ndevices(x->in->c) / (c->t * c->p);
+	int S = c->p * c->v, per = x->L / S, D = c->d;
 	double cap = (double)(x->in->c->mem_bytes > 0 ? x->in->c->mem_bytes
 						      : x->in->p->dev.mem_bytes);
 	double *group = calloc((size_t)c->p, sizeof *group), worst = 0;
@@ -245,12 +248,12 @@ static int search(struct mctx *x)
 		    tensor_roles(g, x->tensor, x->role, &bad, why, sizeof why))
 			continue;
 		for (int p = 1; p <= x->L && t * p <= N; p++) {
-			int D = N / (t * p);
+			/* all the devices where the batch splits over them, as
+			 * the paper; else the most it splits over */
+			int D = (int)largest_divisor(g->batch, N / (t * p));
+			struct cand least = { .t = t, .p = p, .d = D, .v = 1, .zero = D > 1 };
 
-			struct cand least = { .t = t, .p = p, .v = 1, .zero = D > 1 };
-
-			if (!fixed(in, "pipeline", p) || x->L % p || N % (t * p) || g->batch % D ||
-			    !weights_fit(x, &least))
+			if (!fixed(in, "pipeline", p) || x->L % p || !weights_fit(x, &least))
 				continue;
 			for (int b = 1; (g->batch / D) % b == 0 && b <= g->batch / D; b *= 2) {
 				int m = (int)(g->batch / D / b);
@@ -274,7 +277,7 @@ static int search(struct mctx *x)
 							 * when the cheaper overflow */
 							for (int rc = rc_lo; rc <= rc_hi && !done; rc++)
 								for (int z = 0; z <= (D > 1) && !done; z++) {
-									struct cand c = { t, p, v, b, costlier[rc],
+									struct cand c = { t, p, D, v, b, costlier[rc],
 											  z, sp, ks[ki] };
 									int r = try(x, &c);
 
