@@ -279,6 +279,49 @@ static void test_choice_and_json(void **state)
 	instance_release(&x);
 }
 
+/* One plan simulated again with the training changed: ZeRO-1 keeps the
+ * step's time (a reduce-scatter and an all-gather move what the all-
+ * reduce moved; the step updates 1/d of the weights) and cuts the
+ * optimizer state by d; ZeRO-3 cuts the weights too and costs a gather
+ * and a scatter every micro-batch; sequence parallelism divides the
+ * whole-tensor activations by t at the same communication volume, and
+ * their compute too (Korthikanti et al. measure it a little faster). */
+static void test_zero_and_sp(void **state)
+{
+	struct instance x;
+	struct plan p;
+	struct sim s;
+	struct sim_result base, z1, z3, sp;
+
+	(void)state;
+	assert_int_equal(megatron("gpt_18.4b", "selene:8", "64",
+				  "tensor=8,pipeline=1,microbatch=1,recompute=selective", &x, &p),
+			 AP_OK);
+	assert_int_equal(sim_init(&s, &x.g, &x.p, &x.c), AP_OK);
+	p.zero = 0;
+	assert_int_equal(sim_run(&s, &p, NULL, &base), AP_OK);
+	p.zero = 1;
+	assert_int_equal(sim_run(&s, &p, NULL, &z1), AP_OK);
+	p.zero = 3;
+	assert_int_equal(sim_run(&s, &p, NULL, &z3), AP_OK);
+	p.zero = 0;
+	p.seq_parallel = 1;
+	assert_int_equal(sim_run(&s, &p, NULL, &sp), AP_OK);
+	print_message("peak GB: %.2f, zero-1 %.2f, zero-3 %.2f, sp %.2f; ms: %.1f %.1f %.1f %.1f\n",
+		      base.peak_mem_bytes / 1e9, z1.peak_mem_bytes / 1e9, z3.peak_mem_bytes / 1e9,
+		      sp.peak_mem_bytes / 1e9, 1e3 * base.iter_s, 1e3 * z1.iter_s, 1e3 * z3.iter_s,
+		      1e3 * sp.iter_s);
+	assert_true(z1.peak_mem_bytes < base.peak_mem_bytes);
+	assert_true(z3.peak_mem_bytes < z1.peak_mem_bytes);
+	assert_true(sp.peak_mem_bytes < base.peak_mem_bytes);
+	assert_true(z1.iter_s <= base.iter_s * (1 + 1e-9));
+	assert_true(z3.iter_s > z1.iter_s);
+	assert_true(sp.iter_s <= base.iter_s * (1 + 1e-9));
+	sim_release(&s);
+	plan_release(&p);
+	instance_release(&x);
+}
+
 /* The runtime refuses what it does not execute yet, before any work. */
 static void test_runtime_refuses(void **state)
 {
@@ -303,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_table1_memory),
 		cmocka_unit_test(test_schedules),
 		cmocka_unit_test(test_choice_and_json),
+		cmocka_unit_test(test_zero_and_sp),
 		cmocka_unit_test(test_runtime_refuses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
