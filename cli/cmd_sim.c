@@ -205,6 +205,9 @@ static int run(int argc, char **argv)
 			      "unknown optimizer '%s' (expected sgd or adam)", optname);
 	o.record = trace || timeline;
 	st = load_plan_inputs(&in, model, cspec, prof, microbatches);
+	/* a plan that names its optimizer trains with it (docs/plan-format.md) */
+	if (!st && in.pl.has_optimizer)
+		o.optimizer = in.pl.optimizer;
 	if (!st)
 		st = sim_init(&s, &in.g, &in.p, &in.c);
 	if (!st)
@@ -253,7 +256,8 @@ const struct command cmd_sim = {
 		 "  --memory FILE       per-device peak memory by kind, tab-separated\n"
 		 "  --csv               a header row and one row of numbers (SI units)\n"
 		 "  --optimizer O       sgd (with momentum, default) or adam: the state\n"
-		 "                      the update reads and keeps in memory\n"
+		 "                      the update reads and keeps in memory; a plan\n"
+		 "                      that names its own (training.optimizer) uses it\n"
 		 "  --microbatches N    simulate with N micro-batches instead of the plan's\n"
 		 "                      (a stage that names its own count keeps it)\n"
 		 "  --repeat N          then time N more simulations and print the median\n",
