@@ -91,6 +91,7 @@ static const char *const task_kind_names[NTASK_KINDS] = {
 	[TASK_ALLREDUCE_INTER] = "allreduce-inter",
 	[TASK_ALL_GATHER] = "all-gather",
 	[TASK_UPDATE] = "update",
+	[TASK_WGRAD] = "wgrad",
 };
 
 const char *sim_task_kind_name(enum sim_task_kind k)

@@ -54,6 +54,7 @@ enum sim_task_kind {
 	TASK_ALLREDUCE_INTER,/* across the nodes' NICs, */
 	TASK_ALL_GATHER,     /* inside each node again */
 	TASK_UPDATE,     /* the optimizer step of one device */
+	TASK_WGRAD,      /* zb-h1's weight-gradient pass of a stage */
 	NTASK_KINDS
 };
 
@@ -64,7 +65,8 @@ struct sim_task {
 	double start_s, dur_s;
 	int64_t bytes;     /* moved over links (transfers and collectives) */
 	int res;           /* the resource it is shown on (see sim_resource_name) */
-	int op;            /* operator; -1 for an update */
+	int op;            /* operator (a pipeline of groups' pass of a
+			    * stage: its first); -1 for an update */
 	int shard;         /* shard index of op (g x ndev + k for shard k in
 			    * round-robin replica g), replica group for
 			    * collectives, device for an update */

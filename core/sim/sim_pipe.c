@@ -56,6 +56,7 @@
 #include "plan/pipe.h"
 #include "plan/sched.h"
 #include "sim/sim_impl.h"
+#include "sim/sim_sched.h"
 #include "util/err.h"
 #include "util/intmath.h"
 
@@ -81,6 +82,8 @@ struct pctx {
 	struct pstage *st;
 	struct sched_item **order; /* per group */
 	int *norder;
+	int *first_op;             /* per stage, for the recorded tasks */
+	int record;
 };
 
 static struct tp_op op_mode(const struct pctx *x, int i, int recompute)
@@ -306,6 +309,14 @@ static int run_order(struct pctx *x, int free_groups, double *end, double *group
 					break;
 				if (free_groups && gfree[r] > ready)
 					ready = gfree[r];
+				if (x->record && free_groups &&
+				    sim_record(x->s->w, it->bwd == SCHED_F ? TASK_FWD
+						       : it->bwd == SCHED_B ? TASK_BWD : TASK_WGRAD,
+					       x->pl->stages[sx].devices[0], x->first_op[sx], sx, j,
+					       ready, dur, 0)) {
+					st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
+					goto out;
+				}
 				END(sx, j, it->bwd) = ready + dur;
 				gfree[r] = ready + dur > gfree[r] ? ready + dur : gfree[r];
 				busy[r] += dur;
@@ -404,6 +415,16 @@ int sim_pipe_run(struct sim *s, const struct plan *pl, const struct sim_opts *op
 	}
 	G = x.sh.groups;
 	x.mb = pl->batch / ((int64_t)pl->microbatches * x.sh.dp);
+	x.record = w->record;
+	x.first_op = malloc((size_t)x.S * sizeof *x.first_op);
+	if (!x.first_op) {
+		free(x.role);
+		return ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
+	}
+	for (int k = 0; k < x.S; k++)
+		x.first_op[k] = -1;
+	for (int i = s->g->nops - 1; i >= 0; i--)
+		x.first_op[plan_stage_index(pl, pl->ops[i].stage)] = i;
 	x.st = calloc((size_t)x.S, sizeof *x.st);
 	x.order = calloc((size_t)G, sizeof *x.order);
 	x.norder = calloc((size_t)G, sizeof *x.norder);
@@ -482,6 +503,14 @@ int sim_pipe_run(struct sim *s, const struct plan *pl, const struct sim_opts *op
 			}
 			upd = cost_update_s(&s->p->dev, params * BYTES_PER_ELEM /
 						  (pl->zero >= 1 ? D : 1), opts->optimizer);
+			if (x.record && (sim_record(w, TASK_ALLREDUCE, pl->stages[q].devices[0], -1, q, -1,
+						    gend[q], sync, (int64_t)gbytes) ||
+					 sim_record(w, TASK_UPDATE, pl->stages[q].devices[0], -1,
+						    pl->stages[q].devices[0], -1, gend[q] + sync, upd, 0))) {
+				free(tg), free(dg), free(all);
+				st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
+				goto out;
+			}
 			iter = fmax(iter, gend[q] + sync + upd);
 			cp = fmax(cp, cpend[q] + sync + upd);
 			used += busy[q] + upd;
@@ -527,6 +556,7 @@ out:
 	free(x.norder);
 	free(x.st);
 	free(x.role);
+	free(x.first_op);
 	free(end);
 	free(gend);
 	free(cpend);

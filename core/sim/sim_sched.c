@@ -24,8 +24,7 @@ static inline double dmax(double a, double b)
 	return a > b ? a : b;
 }
 
-/* Appends a task to the recorded list (only when the run records). */
-static int record(struct sim_work *w, enum sim_task_kind kind, int res, int op,
+int sim_record(struct sim_work *w, enum sim_task_kind kind, int res, int op,
 		  int shard, int mb, double start, double dur, int64_t bytes)
 {
 	struct sim_task *t;
@@ -180,7 +179,7 @@ compute(struct sim_work *w, int op, int a, int b, int j, int bwd, int rec, int l
 			act_cur[dev] -= act_bytes[gs];
 		}
 		if (rec && !st)
-			st = record(w, kind, dev, op, gs - w->shard_base[op], j, t, dur, 0);
+			st = sim_record(w, kind, dev, op, gs - w->shard_base[op], j, t, dur, 0);
 	}
 	w->max_cp = max_cp;
 	count(w, kind, b - a);
@@ -247,7 +246,7 @@ sends(struct sim_work *w, int op, int bwd, int rec, int lean, int rr, double *t,
 		if (rec && !st) {
 			int pop = w->shard_op[x->prod];
 
-			st = record(w, kind, res[0], pop, x->prod - w->shard_base[pop], j, start,
+			st = sim_record(w, kind, res[0], pop, x->prod - w->shard_base[pop], j, start,
 				    dur, w->xf[list[e]].bytes);
 		}
 	}
@@ -294,7 +293,7 @@ static int resends(struct sim_work *w, int op, int bwd, int j)
 			w->link_bytes[xf->cls] += xf->bytes;
 			count(w, kind, 1);
 			if (w->record)
-				st = record(w, kind, res[0], pop, x->prod - w->shard_base[pop],
+				st = sim_record(w, kind, res[0], pop, x->prod - w->shard_base[pop],
 					    ms < mr ? i : j, start, x->dur_s, xf->bytes);
 		}
 	}
@@ -361,7 +360,7 @@ static int allreduce(struct sim *s, int op, int last, int span)
 			w->link_bytes[x->cls] += x->bytes;
 			count(w, x->kind, 1);
 			if (w->record)
-				st = record(w, x->kind, w->coll_res[x->res_ofs], op,
+				st = sim_record(w, x->kind, w->coll_res[x->res_ofs], op,
 					    gi, -1, start, x->dur_s, x->bytes);
 		}
 		/* PipeDream's replicas run data parallel among themselves: a
@@ -462,7 +461,7 @@ static int updates(struct sim *s)
 			occupy(w, &d, 1, 1, 1, 1, w->grad_ready[d], dur, &start);
 			count(w, TASK_UPDATE, 1);
 			if (w->record)
-				st = record(w, TASK_UPDATE, d, -1, d, -1, start, dur, 0);
+				st = sim_record(w, TASK_UPDATE, d, -1, d, -1, start, dur, 0);
 		}
 	}
 	return st;

@@ -13,5 +13,9 @@
  * mem[].weights and the run's optimizer must be set.  Checkpoints are
  * kept (sim_ckpt.h). */
 int sim_schedule_from(struct sim *s, int from);
+/* Appends a task to the recorded list (call it only when the run
+ * records); AP_EFAIL when out of memory. */
+int sim_record(struct sim_work *w, enum sim_task_kind kind, int res, int op, int shard, int mb,
+	       double start, double dur, int64_t bytes);
 
 #endif
