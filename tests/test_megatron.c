@@ -272,8 +272,12 @@ static void test_choice_and_json(void **state)
 		assert_int_equal(plan_op_tensor(&q, i), plan_op_tensor(&p, i));
 		assert_int_equal(q.ops[i].recompute, p.ops[i].recompute);
 	}
-	snprintf(args, sizeof args, "sim '%s'", path);
+	snprintf(args, sizeof args, "sim '%s' --timeline '%s/t.tsv'", path, tmp_dir());
 	assert_int_equal(test_autopar(args, 1, out, sizeof out), 0);
+	snprintf(path, sizeof path, "%s/t.tsv", tmp_dir());
+	test_read_file(path, out, sizeof out);
+	assert_non_null(strstr(out, "\tfwd\t"));
+	assert_non_null(strstr(out, "\tupdate\t"));
 	plan_release(&q);
 	plan_release(&p);
 	instance_release(&x);
