@@ -24,7 +24,9 @@
  *    (Megatron's scatter/gather, section 4.1; all-gathered inside the
  *    node after it unless sequence parallelism split it already), over
  *    the link between the groups, the NIC shared by the group's devices
- *    on the node.
+ *    on the node.  The sender's pass holds its group until the transfer
+ *    has arrived, as Megatron-LM's point-to-point sends (batched isend
+ *    and irecv, then a wait) block its schedule.
  * After a group's last pass its gradients are summed over the D replicas
  * (Megatron-LM 2021 after the flush, not overlapped): an all-reduce, or
  * under ZeRO-1 a reduce-scatter and an all-gather of the weights (the
@@ -291,16 +293,14 @@ static int run_order(struct pctx *x, int free_groups, double *end, double *group
 				int sx = it->stage, j = it->mb;
 				double ready, dur;
 
+				/* a pass ends when what it sends has arrived:
+				 * Megatron-LM's sends block */
 				if (it->bwd == SCHED_F) {
 					ready = sx == 0 ? 0 : END(sx - 1, j, SCHED_F);
-					if (sx > 0 && ready >= 0)
-						ready += x->st[sx - 1].send_s;
-					dur = ps->f;
+					dur = ps->f + (sx < x->S - 1 ? ps->send_s : 0);
 				} else if (it->bwd == SCHED_B) {
 					ready = sx == x->S - 1 ? END(sx, j, SCHED_F) : END(sx + 1, j, SCHED_B);
-					if (sx < x->S - 1 && ready >= 0)
-						ready += ps->send_s;
-					dur = ps->b;
+					dur = ps->b + (sx > 0 ? x->st[sx - 1].send_s : 0);
 				} else {
 					ready = END(sx, j, SCHED_B);
 					dur = ps->w;
