@@ -173,22 +173,25 @@ static int weights_fit(const struct mctx *x, const struct cand *c)
  * error.  The fastest that fits is kept in x->best. */
 static int try(struct mctx *x, const struct cand *c)
 {
+	static const struct sim_opts lean = { .optimizer = OPTIMIZER_ADAM, .lean = 1 };
 	struct sim_result r;
 	int st;
 
 	if (!weights_fit(x, c))
 		return 0;
+	/* the simulation checks the shape it needs; a new best is validated
+	 * as a whole (the driver validates the one emitted again) */
 	st = build(x, c, &x->cur);
 	if (!st)
-		st = plan_validate(&x->cur, x->in->g, x->in->c, "megatron");
-	if (!st)
-		st = sim_run(&x->s, &x->cur, NULL, &r);
+		st = sim_run(&x->s, &x->cur, &lean, &r);
 	if (st)
 		return -1;
 	x->tried++;
 	if (!sim_fits(&r))
 		return 0;
 	x->fitted++;
+	if (r.iter_s < x->best_s && plan_validate(&x->cur, x->in->g, x->in->c, "megatron"))
+		return -1;
 	if (r.iter_s < x->best_s) {
 		struct plan tmp = x->best;
 

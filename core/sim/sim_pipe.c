@@ -445,7 +445,8 @@ int sim_pipe_run(struct sim *s, const struct plan *pl, const struct sim_opts *op
 		if (x.norder[q] < 0)
 			st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
 	}
-	if (!st)
+	/* the critical path, unless a search asks for the time alone */
+	if (!st && !opts->lean)
 		st = run_order(&x, 0, end, cpend, busy);
 	if (!st)
 		st = run_order(&x, 1, end, gend, busy);
@@ -512,7 +513,7 @@ int sim_pipe_run(struct sim *s, const struct plan *pl, const struct sim_opts *op
 				goto out;
 			}
 			iter = fmax(iter, gend[q] + sync + upd);
-			cp = fmax(cp, cpend[q] + sync + upd);
+			cp = opts->lean ? NAN : fmax(cp, cpend[q] + sync + upd);
 			used += busy[q] + upd;
 			r->link_bytes[LINK_INTER] += (int64_t)(2 * gbytes * (D - 1) / (D > 0 ? D : 1) * nall);
 			fixed = (int64_t)(params * state);
