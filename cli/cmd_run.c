@@ -39,6 +39,7 @@
 #include "exec.h"
 #include "exec_layout.h"
 #include "exec_support.h"
+#include "exec_update.h"
 #include "gpu.h"
 #include "launch.h"
 #include "load.h"
@@ -425,7 +426,7 @@ static int run(int argc, char **argv)
 		{ 0 },
 	};
 	const struct backend *be = &backend_cpu;
-	struct exec_opts o = { .lr = 0.02f, .momentum = 0.9f };
+	struct exec_opts o = { .momentum = 0.9f };
 	struct plan_inputs in;
 	struct run_out r = { 0 };
 	struct transport t = { 0 }, wrap = { 0 }, *tp = &t;
@@ -507,6 +508,8 @@ static int run(int argc, char **argv)
 			t.ops->release(&t);
 		goto out;
 	}
+	if (!lr_s)
+		o.lr = exec_default_lr(&in.pl);
 	r.steps = (int)steps;
 	r.warmup = (int)warmup;
 	r.timeline = timeline;
@@ -623,7 +626,9 @@ const struct command cmd_run = {
 		 "                      or a ReLU, two correct runs drift apart\n"
 		 "  --tolerance X       relative difference --check accepts (default 1e-5)\n"
 		 "  --seed N            seed of data, labels and initial weights (default 1)\n"
-		 "  --lr X              learning rate of SGD with momentum 0.9 (default 0.02)\n"
+		 "  --lr X              learning rate of the plan's optimizer: Adam where the\n"
+		 "                      plan names it (default 0.001), else SGD with momentum\n"
+		 "                      0.9 (default 0.02)\n"
 		 "  --pool N            distinct batches the steps cycle through (default 4)\n"
 		 "  --serial            async-predict: a stage's paired forward and\n"
 		 "                      backward one after the other, not on two threads\n"

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "model/graph.h"
+#include "model/tensor.h"
 #include "region.h"
 
 #define KERN_MAX_IN 8
@@ -59,10 +60,29 @@ struct kern {
 	 * shards are cut), which splits the call's samples. */
 	int64_t stat_mb;
 	int stat_deg;
+	/* Megatron's tensor parallelism (model/tensor.h): the shard's role
+	 * among the tp ranks of its tensor group and its rank trank there
+	 * (TP_NONE, tp 0 or 1: none).  Column, split and the loss's logits
+	 * come as local shapes; what a role changes inside the kernel is in
+	 * kern_dims.h (tp_part()): a row-parallel linear holds the columns of
+	 * its weight for its input features and adds the bias on tensor rank
+	 * 0 alone, so that the group's sum has it once; the vocabulary-
+	 * parallel embedding holds its part of the table's rows and writes
+	 * zeros for the ids outside it; attention split by heads holds their
+	 * q, k and v rows and the columns of the output projection for them,
+	 * and writes its partial sum (the bias on tensor rank 0); the
+	 * parallel cross-entropy sums its statistics over the group through
+	 * kbufs.csum.  The partial sums are the executor's to all-reduce. */
+	enum tp_role role;
+	int tp, trank;
 };
 
 /* The buffers of one call.  Backward: din[k] (NULL when input k needs no
- * gradient) is overwritten, dw is accumulated into (micro-batches add up). */
+ * gradient) is overwritten, dw is accumulated into (micro-batches add up).
+ * A kernel whose kernel_ops has weight_pass splits its backward as
+ * zero bubble's schedule asks (Qi et al., ICLR 2024): with dw NULL it
+ * computes the input gradients alone (the B pass), with every din NULL
+ * the weight gradient alone (the W pass). */
 struct kbufs {
 	const float *in[KERN_MAX_IN];
 	float *din[KERN_MAX_IN];
@@ -88,6 +108,16 @@ struct kernel_ops {
 	int (*bwd)(const struct kern *k, struct kbufs *b);
 	/* workspace floats kept per micro-batch; NULL: none */
 	int64_t (*ws_floats)(const struct kern *k);
+	/* bwd runs the B and W passes apart (struct kbufs) */
+	int weight_pass;
+};
+
+/* One step of Adam (Kingma and Ba, ICLR 2015) as PyTorch's, without
+ * weight decay: m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+ * w -= lr (m / c1) / (sqrt(v / c2) + eps), where c1 = 1 - b1^t and
+ * c2 = 1 - b2^t at the t-th update. */
+struct adam_step {
+	float lr, b1, b2, eps, c1, c2;
 };
 
 struct backend {
@@ -99,6 +129,9 @@ struct backend {
 		     float *c, int ldc);
 	/* SGD with momentum, as PyTorch: v = mu v + g; w -= lr v */
 	void (*sgd)(float *w, float *v, const float *g, int64_t n, float lr, float mu);
+	/* Adam (struct adam_step) on n weights with their moments m and v */
+	void (*adam)(float *w, float *m, float *v, const float *g, int64_t n,
+		     const struct adam_step *a);
 	/* Weight prediction: out = w - step v, with step = lr x the updates
 	 * still to come and v the momentum sgd keeps: where k more updates
 	 * take w while v stays as it is (async-predict, exec.h). */
@@ -110,6 +143,9 @@ struct backend {
 	/* whether two threads may run its kernels at once (async-predict's
 	 * paired forward and backward, exec.c run_pair) */
 	int two_threads;
+	/* whether its kernels run the tensor-parallel roles of struct kern
+	 * (else such plans are refused before launch) */
+	int tensor_parallel;
 	void *(*alloc)(size_t bytes);   /* zeroed */
 	void (*release)(void *p);
 	/* The data the executor moves itself (gathers, gradient sums, loss

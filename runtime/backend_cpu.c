@@ -39,6 +39,16 @@ static void cpu_sgd(float *restrict w, float *restrict v, const float *restrict 
 	}
 }
 
+static void cpu_adam(float *restrict w, float *restrict m, float *restrict v,
+		     const float *restrict g, int64_t n, const struct adam_step *a)
+{
+	for (int64_t i = 0; i < n; i++) {
+		m[i] = a->b1 * m[i] + (1.0f - a->b1) * g[i];
+		v[i] = a->b2 * v[i] + (1.0f - a->b2) * g[i] * g[i];
+		w[i] -= a->lr * (m[i] / a->c1) / (sqrtf(v[i] / a->c2) + a->eps);
+	}
+}
+
 static void cpu_predict(float *out, const float *w, const float *v, int64_t n, float step)
 {
 	for (int64_t i = 0; i < n; i++)
@@ -121,6 +131,7 @@ const struct backend backend_cpu = {
 	.name = "cpu",
 	.window_splits = 1,
 	.two_threads = 1,
+	.tensor_parallel = 1,
 	.ops = {
 		[OP_CONV2D] = &cpu_conv2d,
 		[OP_MAXPOOL] = &cpu_maxpool,
@@ -147,6 +158,7 @@ const struct backend backend_cpu = {
 	},
 	.gemm = cpu_gemm,
 	.sgd = cpu_sgd,
+	.adam = cpu_adam,
 	.predict = cpu_predict,
 	.alloc = cpu_alloc,
 	.release = free,

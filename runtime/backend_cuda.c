@@ -45,6 +45,7 @@ static const struct backend backend = {
 	},
 	.gemm = cuda_gemm,
 	.sgd = cuda_sgd,
+	.adam = cuda_adam,
 	.predict = cuda_predict,
 	.alloc = cuda_alloc,
 	.release = cuda_release,

@@ -29,6 +29,9 @@ int check_reference_plan(const struct graph *g, const struct plan *p, struct pla
 		return st;
 	snprintf(ref->cluster, sizeof ref->cluster, "%s", p->cluster);
 	snprintf(ref->planner, sizeof ref->planner, "single");
+	/* the same optimizer (exec_update.c) */
+	ref->has_optimizer = p->has_optimizer;
+	ref->optimizer = p->optimizer;
 	if (async) {
 		plan_schedule(ref, p->sched, p->microbatches);
 		for (int i = 0; i < g->nops; i++)

@@ -1,7 +1,8 @@
 /*
- * --check of `autopar run`: the same training on one device, to compare
- * a plan's execution with.  For the synchronous schedules the reference is
- * plain single-device training of the whole batch; for PipeDream's
+ * --check of `autopar run`: the same training on one device, with the
+ * plan's optimizer, to compare a plan's execution with.  For the
+ * synchronous schedules the reference is plain single-device training of
+ * the whole batch; for PipeDream's
  * asynchronous 1F1B it is the plan's own stages and micro-batches on one
  * device, which runs the same items in the same order and so applies the
  * same weight versions (a single-process simulation of weight stashing).

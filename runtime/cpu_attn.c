@@ -19,6 +19,18 @@
  * heads' part.  Without csum (a shard timed alone) the other heads'
  * context is taken as zero.
  *
+ * Split by heads (Megatron's tensor parallelism, struct kern's TP_HEADS)
+ * a shard holds the same q, k and v rows of its heads, but the output
+ * projection's columns for them, W[C][cn], and the whole output bias:
+ * its output is the partial sum of its heads, which the executor
+ * all-reduces over the tensor group (the bias added on tensor rank 0),
+ * so no context is exchanged.
+ *
+ * The backward runs zero bubble's B and W passes apart (struct kbufs):
+ * either pass goes through the context's and the scores' gradients
+ * again, one sample's at a time, and leaves out the products of the
+ * other.
+ *
  * The workspace (kern_dims.h attn_dims, shared with the CUDA kernel)
  * keeps every sample's projections (cn channels), the whole context, the
  * probabilities of the shard's heads and the context's gradient, plus
@@ -35,14 +47,14 @@ static int64_t attn_ws(const struct kern *k)
 	return attn_dims(k, 1).end;
 }
 
-/* y[rows][m] = x[rows][c] W^T + bias, W [m][c] */
-static void project(const float *x, int64_t rows, int64_t c, int64_t m, const float *w,
-		    const float *bias, float *y)
+/* y[rows][m] = x[rows][c] W^T + bias, W [m][c], rows of x ldx apart */
+static void project(const float *x, int64_t ldx, int64_t rows, int64_t c, int64_t m,
+		    const float *w, const float *bias, float *y)
 {
 	if (bias)
 		for (int64_t r = 0; r < rows; r++)
 			memcpy(y + r * m, bias, (size_t)m * sizeof(float));
-	cpu_gemm(0, 1, (int)rows, (int)m, (int)c, 1.0f, x, (int)c, w, (int)c,
+	cpu_gemm(0, 1, (int)rows, (int)m, (int)c, 1.0f, x, (int)ldx, w, (int)c,
 		 bias ? 1.0f : 0.0f, y, (int)m);
 }
 
@@ -55,7 +67,16 @@ static const float *mat_of(const struct attn *a, const float *w, int which)
 static const float *bias_of(const struct kern *k, const struct attn *a, const float *w,
 			    int which)
 {
-	return attn_bias(k, a, which) < 0 ? NULL : w + attn_bias(k, a, which);
+	if (attn_bias(k, a, which) < 0 || (which == 3 && !tp_adds_bias(k)))
+		return NULL;
+	return w + attn_bias(k, a, which);
+}
+
+/* The output projection: of the whole context, or split by heads of
+ * the shard's heads' columns (their partial sum). */
+static int heads_split(const struct kern *k)
+{
+	return k->role == TP_HEADS;
 }
 
 static int attn_fwd(const struct kern *kn, struct kbufs *b)
@@ -69,16 +90,16 @@ static int attn_fwd(const struct kern *kn, struct kbufs *b)
 	 * queries of a shard split along l are a band of each sample's rows,
 	 * not one block, so they go sample by sample) */
 	if (a.qoff == 0 && a.lq == a.l0)
-		project(b->in[0], a.n * a.lq, a.c, a.cn, mat_of(&a, b->w, 0),
+		project(b->in[0], a.c, a.n * a.lq, a.c, a.cn, mat_of(&a, b->w, 0),
 			bias_of(kn, &a, b->w, 0), b->ws + a.q);
 	else
 		for (int64_t s = 0; s < a.n; s++)
-			project(b->in[0] + (s * a.l0 + a.qoff) * a.c, a.lq, a.c, a.cn,
+			project(b->in[0] + (s * a.l0 + a.qoff) * a.c, a.c, a.lq, a.c, a.cn,
 				mat_of(&a, b->w, 0), bias_of(kn, &a, b->w, 0),
 				b->ws + a.q + s * a.lq * a.cn);
-	project(xkv, a.n * a.lk, a.c, a.cn, mat_of(&a, b->w, 1), bias_of(kn, &a, b->w, 1),
+	project(xkv, a.c, a.n * a.lk, a.c, a.cn, mat_of(&a, b->w, 1), bias_of(kn, &a, b->w, 1),
 		b->ws + a.k);
-	project(xkv, a.n * a.lk, a.c, a.cn, mat_of(&a, b->w, 2), bias_of(kn, &a, b->w, 2),
+	project(xkv, a.c, a.n * a.lk, a.c, a.cn, mat_of(&a, b->w, 2), bias_of(kn, &a, b->w, 2),
 		b->ws + a.v);
 	for (int64_t s = 0; s < a.n; s++) {
 		float *q = b->ws + a.q + s * a.lq * a.cn, *k = b->ws + a.k + s * a.lk * a.cn;
@@ -109,37 +130,44 @@ static int attn_fwd(const struct kern *kn, struct kbufs *b)
 				 v + h * a.hd, (int)a.cn, 0.0f, ctx + h * a.hd, (int)a.c);
 		}
 	}
+	if (heads_split(kn)) {
+		project(b->ws + a.ctx + a.c0, a.c, a.n * a.lq, a.cn, a.c, mat_of(&a, b->w, 3),
+			bias_of(kn, &a, b->w, 3), b->out);
+		return 0;
+	}
 	if (attn_across_heads(&a, b, b->ws + a.ctx))
 		return -1;
-	project(b->ws + a.ctx, a.n * a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
+	project(b->ws + a.ctx, a.c, a.n * a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
 		bias_of(kn, &a, b->w, 3), b->out);
 	return 0;
 }
 
-/* The gradients of y = x W^T + bias (y [rows][m], W [m][c]):
- * dW += dy^T x, dbias += sum dy, dx += dy W. */
-static void project_bwd(const float *x, int64_t rows, int64_t c, int64_t m, const float *w,
-			const float *dy, float *dw, float *dbias, float *dx)
+/* The gradients of y = x W^T + bias (y [rows][m], W [m][c], rows of x
+ * and dx ldx apart): dW += dy^T x, dbias += sum dy, dx += dy W; NULL
+ * (dw: the B pass, with dbias) leaves one out. */
+static void project_bwd(const float *x, int64_t ldx, int64_t rows, int64_t c, int64_t m,
+			const float *w, const float *dy, float *dw, float *dbias, float *dx)
 {
-	cpu_gemm(1, 0, (int)m, (int)c, (int)rows, 1.0f, dy, (int)m, x, (int)c, 1.0f, dw,
-		 (int)c);
+	if (dw)
+		cpu_gemm(1, 0, (int)m, (int)c, (int)rows, 1.0f, dy, (int)m, x, (int)ldx, 1.0f,
+			 dw, (int)c);
 	if (dbias)
 		for (int64_t r = 0; r < rows; r++)
 			for (int64_t j = 0; j < m; j++)
 				dbias[j] += dy[r * m + j];
 	if (dx)
 		cpu_gemm(0, 0, (int)rows, (int)c, (int)m, 1.0f, dy, (int)m, w, (int)c, 1.0f,
-			 dx, (int)c);
+			 dx, (int)ldx);
 }
 
 static float *dmat_of(const struct attn *a, float *dw, int which)
 {
-	return dw + attn_mat(a, which);
+	return dw ? dw + attn_mat(a, which) : NULL;
 }
 
 static float *dbias_of(const struct kern *k, const struct attn *a, float *dw, int which)
 {
-	return attn_bias(k, a, which) < 0 ? NULL : dw + attn_bias(k, a, which);
+	return !dw || attn_bias(k, a, which) < 0 ? NULL : dw + attn_bias(k, a, which);
 }
 
 /* One sample's backward from its context gradient to q, k and v, and
@@ -181,12 +209,16 @@ static void heads_bwd(const struct kern *kn, const struct attn *a, struct kbufs 
 		cpu_gemm(1, 0, (int)a->lk, (int)a->hd, (int)a->lq, scale, ds, (int)a->lk,
 			 q + h * a->hd, (int)a->cn, 0.0f, dk + h * a->hd, (int)a->cn);
 	}
-	/* self-attention sums all three paths into the one input */
-	project_bwd(xq, a->lq, a->c, a->cn, mat_of(a, b->w, 0), dq, dmat_of(a, b->dw, 0),
+	/* self-attention sums all three paths into the one input.  The key
+	 * bias gets no gradient: adding one score to every key of a row
+	 * leaves its softmax as it is, so the gradient is zero, and summing
+	 * it would give round-off alone, which Adam, dividing by its size,
+	 * would turn into steps of the learning rate. */
+	project_bwd(xq, a->c, a->lq, a->c, a->cn, mat_of(a, b->w, 0), dq, dmat_of(a, b->dw, 0),
 		    dbias_of(kn, a, b->dw, 0), dxq);
-	project_bwd(xk, a->lk, a->c, a->cn, mat_of(a, b->w, 1), dk, dmat_of(a, b->dw, 1),
-		    dbias_of(kn, a, b->dw, 1), dxk);
-	project_bwd(xk, a->lk, a->c, a->cn, mat_of(a, b->w, 2), dv, dmat_of(a, b->dw, 2),
+	project_bwd(xk, a->c, a->lk, a->c, a->cn, mat_of(a, b->w, 1), dk, dmat_of(a, b->dw, 1),
+		    NULL, dxk);
+	project_bwd(xk, a->c, a->lk, a->c, a->cn, mat_of(a, b->w, 2), dv, dmat_of(a, b->dw, 2),
 		    dbias_of(kn, a, b->dw, 2), dxk);
 }
 
@@ -197,10 +229,17 @@ static int attn_bwd(const struct kern *kn, struct kbufs *b)
 	for (int kk = 0; kk < kn->nin; kk++)
 		if (b->din[kk])
 			memset(b->din[kk], 0, (size_t)shape_elems(&kn->in[kk]) * sizeof(float));
-	/* the output projection: dctx = dy Wo, a partial sum when c-split */
+	/* the output projection: dctx = dy Wo, a partial sum when c-split;
+	 * split by heads, the gradient of its heads' context */
 	memset(b->ws + a.dctx, 0, (size_t)(a.n * a.lq * a.c) * sizeof(float));
-	project_bwd(b->ws + a.ctx, a.n * a.lq, a.c, a.cn, mat_of(&a, b->w, 3), b->dout,
-		    dmat_of(&a, b->dw, 3), dbias_of(kn, &a, b->dw, 3), b->ws + a.dctx);
+	if (heads_split(kn))
+		project_bwd(b->ws + a.ctx + a.c0, a.c, a.n * a.lq, a.cn, a.c, mat_of(&a, b->w, 3),
+			    b->dout, dmat_of(&a, b->dw, 3), dbias_of(kn, &a, b->dw, 3),
+			    b->ws + a.dctx + a.c0);
+	else
+		project_bwd(b->ws + a.ctx, a.c, a.n * a.lq, a.c, a.cn, mat_of(&a, b->w, 3),
+			    b->dout, dmat_of(&a, b->dw, 3), dbias_of(kn, &a, b->dw, 3),
+			    b->ws + a.dctx);
 	if (attn_across_heads(&a, b, b->ws + a.dctx))
 		return -1;
 	for (int64_t s = 0; s < a.n; s++)
@@ -208,4 +247,4 @@ static int attn_bwd(const struct kern *kn, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_attention = { attn_fwd, attn_bwd, attn_ws };
+const struct kernel_ops cpu_attention = { attn_fwd, attn_bwd, attn_ws, 1 };

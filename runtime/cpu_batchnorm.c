@@ -143,4 +143,4 @@ static int bn_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_batchnorm = { bn_fwd, bn_bwd, bn_ws_floats };
+const struct kernel_ops cpu_batchnorm = { bn_fwd, bn_bwd, bn_ws_floats, 0 };

@@ -193,7 +193,7 @@ static int conv_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_conv2d = { conv_fwd, conv_bwd, conv_ws };
+const struct kernel_ops cpu_conv2d = { conv_fwd, conv_bwd, conv_ws, 0 };
 
 /* Pools: one plane (sample, channel) at a time. */
 static int zero_din(const struct kern *k, struct kbufs *b)
@@ -274,7 +274,7 @@ static int maxpool_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_maxpool = { maxpool_fwd, maxpool_bwd, maxpool_ws };
+const struct kernel_ops cpu_maxpool = { maxpool_fwd, maxpool_bwd, maxpool_ws, 0 };
 
 /* Average pooling and its adaptive form share one loop over windows:
  * window (y, x) covers rows [y0, y1) and columns [x0, x1) of the input,
@@ -357,5 +357,5 @@ static int avgpool_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_avgpool = { avgpool_fwd, avgpool_bwd, NULL };
-const struct kernel_ops cpu_adaptive_avgpool = { avgpool_fwd, avgpool_bwd, NULL };
+const struct kernel_ops cpu_avgpool = { avgpool_fwd, avgpool_bwd, NULL, 0 };
+const struct kernel_ops cpu_adaptive_avgpool = { avgpool_fwd, avgpool_bwd, NULL, 0 };

@@ -3,7 +3,9 @@
  * every product through GEMM.  Parameters follow the output channel
  * (backend.h): linear keeps W[out][in] then b[out], so a c-split shard's
  * rows are a contiguous slice; embedding keeps its table [vocab][out] with
- * the shard's columns.
+ * the shard's columns.  Under tensor parallelism (struct kern) a
+ * row-parallel linear holds W[out][its inputs] and b[out], and a
+ * vocabulary-parallel embedding the rows of its part of the vocabulary.
  */
 #include "cpu_kern.h"
 #include "kern_dims.h"
@@ -15,14 +17,14 @@ static int linear_fwd(const struct kern *k, struct kbufs *b)
 	int rows, cin, cout;
 
 	linear_dims(k, &rows, &cin, &cout);
-	if (k->op->a.bias) {
+	if (tp_adds_bias(k)) {
 		const float *bias = b->w + (int64_t)cout * cin;
 
 		for (int r = 0; r < rows; r++)
 			memcpy(b->out + (int64_t)r * cout, bias, (size_t)cout * sizeof(float));
 	}
 	cpu_gemm(0, 1, rows, cout, cin, 1.0f, b->in[0], cin, b->w, cin,
-		 k->op->a.bias ? 1.0f : 0.0f, b->out, cout);
+		 tp_adds_bias(k) ? 1.0f : 0.0f, b->out, cout);
 	return 0;
 }
 
@@ -34,8 +36,12 @@ static int linear_bwd(const struct kern *k, struct kbufs *b)
 	if (b->din[0])
 		cpu_gemm(0, 0, rows, cin, cout, 1.0f, b->dout, cout, b->w, cin, 0.0f,
 			 b->din[0], cin);
+	if (!b->dw)
+		return 0;
 	cpu_gemm(1, 0, cout, cin, rows, 1.0f, b->dout, cout, b->in[0], cin, 1.0f,
 		 b->dw, cin);
+	/* the bias of a row-parallel linear: the same gradient on every
+	 * member, each holding the whole bias */
 	if (k->op->a.bias) {
 		float *db = b->dw + (int64_t)cout * cin;
 
@@ -46,7 +52,7 @@ static int linear_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_linear = { linear_fwd, linear_bwd, NULL };
+const struct kernel_ops cpu_linear = { linear_fwd, linear_bwd, NULL, 1 };
 
 static int matmul_fwd(const struct kern *k, struct kbufs *b)
 {
@@ -85,20 +91,27 @@ static int matmul_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_matmul = { matmul_fwd, matmul_bwd, NULL };
+const struct kernel_ops cpu_matmul = { matmul_fwd, matmul_bwd, NULL, 0 };
 
-/* embedding: ids (n[, l]) -> (n[, l], out); ids need no gradient. */
+/* embedding: ids (n[, l]) -> (n[, l], out); ids need no gradient.  The
+ * shard's rows are ids [v0, v0 + vn): all of them, or under tensor
+ * parallelism its part of the vocabulary, which writes zeros for the
+ * other ids (the group's sum has each row once). */
 static int embedding_fwd(const struct kern *k, struct kbufs *b)
 {
 	int64_t nid = shape_elems(&k->in[0]);
-	int64_t cout = k->out.size[k->out.rank - 1], vocab = k->op->a.vocab;
+	int64_t cout = k->out.size[k->out.rank - 1], vocab = k->op->a.vocab, v0, vn;
 
+	tp_part(k, vocab, &v0, &vn);
 	for (int64_t i = 0; i < nid; i++) {
-		int64_t id = (int64_t)b->in[0][i];
+		int64_t id = (int64_t)b->in[0][i] - v0;
 
-		if (id < 0 || id >= vocab)
+		if (id + v0 < 0 || id + v0 >= vocab)
 			return -1;
-		memcpy(b->out + i * cout, b->w + id * cout, (size_t)cout * sizeof(float));
+		if (id >= 0 && id < vn)
+			memcpy(b->out + i * cout, b->w + id * cout, (size_t)cout * sizeof(float));
+		else
+			memset(b->out + i * cout, 0, (size_t)cout * sizeof(float));
 	}
 	return 0;
 }
@@ -106,15 +119,21 @@ static int embedding_fwd(const struct kern *k, struct kbufs *b)
 static int embedding_bwd(const struct kern *k, struct kbufs *b)
 {
 	int64_t nid = shape_elems(&k->in[0]);
-	int64_t cout = k->out.size[k->out.rank - 1];
+	int64_t cout = k->out.size[k->out.rank - 1], v0, vn;
 
+	if (!b->dw)
+		return 0;
+	tp_part(k, k->op->a.vocab, &v0, &vn);
 	for (int64_t i = 0; i < nid; i++) {
-		float *row = b->dw + (int64_t)b->in[0][i] * cout;
+		int64_t id = (int64_t)b->in[0][i] - v0;
+		float *row = b->dw + id * cout;
 
+		if (id < 0 || id >= vn)
+			continue;
 		for (int64_t j = 0; j < cout; j++)
 			row[j] += b->dout[i * cout + j];
 	}
 	return 0;
 }
 
-const struct kernel_ops cpu_embedding = { embedding_fwd, embedding_bwd, NULL };
+const struct kernel_ops cpu_embedding = { embedding_fwd, embedding_bwd, NULL, 1 };

@@ -46,7 +46,7 @@ static int64_t nel(const struct kern *k)
 		}                                                             \
 		return 0;                                                     \
 	}                                                                     \
-	const struct kernel_ops cpu_##name = { name##_fwd, name##_bwd, NULL };
+	const struct kernel_ops cpu_##name = { name##_fwd, name##_bwd, NULL, 0 };
 
 #define INV_SQRT2 0.70710678118654752f
 #define INV_SQRT2PI 0.39894228040143268f
@@ -75,7 +75,7 @@ static int relu_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_relu = { relu_fwd, relu_bwd, NULL };
+const struct kernel_ops cpu_relu = { relu_fwd, relu_bwd, NULL, 0 };
 /* gelu: y = x Phi(x), so the backward reads Phi(x) = y / x off the
  * forward's output (0.5 + x / sqrt(2 pi) where |x| < 1e-3, its cubic
  * term below 2e-11) and adds x phi(x) */
@@ -104,7 +104,7 @@ static int add_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_add = { add_fwd, add_bwd, NULL };
+const struct kernel_ops cpu_add = { add_fwd, add_bwd, NULL, 0 };
 
 static int mul_fwd(const struct kern *k, struct kbufs *b)
 {
@@ -136,7 +136,7 @@ static int mul_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_mul = { mul_fwd, mul_bwd, NULL };
+const struct kernel_ops cpu_mul = { mul_fwd, mul_bwd, NULL, 0 };
 
 /* concat along dim di: every input is [outer][size_j][inner] */
 static int concat_di(const struct kern *k)
@@ -184,7 +184,7 @@ static int concat_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_concat = { concat_fwd, concat_bwd, NULL };
+const struct kernel_ops cpu_concat = { concat_fwd, concat_bwd, NULL, 0 };
 
 static int identity_fwd(const struct kern *k, struct kbufs *b)
 {
@@ -199,7 +199,7 @@ static int identity_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_identity = { identity_fwd, identity_bwd, NULL };
+const struct kernel_ops cpu_identity = { identity_fwd, identity_bwd, NULL, 0 };
 
 /* 1 / (1 - p) where element i of the local output is kept, else 0 */
 static float keep_scale(const struct kern *k, const struct kbufs *b, uint64_t salt,
@@ -244,4 +244,4 @@ static int dropout_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_dropout = { dropout_fwd, dropout_bwd, NULL };
+const struct kernel_ops cpu_dropout = { dropout_fwd, dropout_bwd, NULL, 0 };

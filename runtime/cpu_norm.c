@@ -65,22 +65,26 @@ static int layernorm_bwd(const struct kern *k, struct kbufs *b)
 	float *dgamma = b->dw, *dbeta;
 
 	rows_of(&k->out, &rows, &c);
-	dbeta = dgamma + c;
+	dbeta = dgamma ? dgamma + c : NULL;
 	for (int64_t r = 0; r < rows; r++) {
 		const float *x = b->in[0] + r * c, *dy = b->dout + r * c;
 		double mean = b->ws[2 * r], rstd = b->ws[2 * r + 1];
 		double sg = 0, sgx = 0;
 
-		for (int64_t j = 0; j < c; j++) {
-			double xh = (x[j] - mean) * rstd, g = (double)dy[j] * gamma[j];
+		for (int64_t j = 0; j < c && dgamma; j++) {
+			double xh = (x[j] - mean) * rstd;
 
 			dgamma[j] += (float)(dy[j] * xh);
 			dbeta[j] += dy[j];
-			sg += g;
-			sgx += g * xh;
 		}
 		if (!b->din[0])
 			continue;
+		for (int64_t j = 0; j < c; j++) {
+			double xh = (x[j] - mean) * rstd, g = (double)dy[j] * gamma[j];
+
+			sg += g;
+			sgx += g * xh;
+		}
 		/* dx = rstd (g - mean(g) - xhat mean(g xhat)) */
 		for (int64_t j = 0; j < c; j++) {
 			double xh = (x[j] - mean) * rstd, g = (double)dy[j] * gamma[j];
@@ -92,7 +96,7 @@ static int layernorm_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_layernorm = { layernorm_fwd, layernorm_bwd, layernorm_ws };
+const struct kernel_ops cpu_layernorm = { layernorm_fwd, layernorm_bwd, layernorm_ws, 1 };
 
 /* softmax along dim di of a tensor [outer][size][inner] */
 static int softmax_di(const struct kern *k)
@@ -216,37 +220,84 @@ static int softmax_bwd(const struct kern *k, struct kbufs *b)
 	return 0;
 }
 
-const struct kernel_ops cpu_softmax = { softmax_fwd, softmax_bwd, NULL };
+const struct kernel_ops cpu_softmax = { softmax_fwd, softmax_bwd, NULL, 0 };
 
 /* loss: logits [outer][classes][inner], labels and output [outer][inner].
  * The workspace: one line of classes (a strided line gathered), then per
  * position the forward's max logit and 1 / sum exp(logit - max), so the
- * backward computes its probabilities in one pass. */
+ * backward computes its probabilities in one pass.
+ *
+ * Megatron's parallel cross-entropy (struct kern's TP_LOSS: logits split
+ * by vocabulary over the tensor group) holds classes [v0, v0 + classes)
+ * of the whole.  Each member writes its max m_r, its sum of exponentials
+ * s_r and, where it holds the label, the label's logit at its place in a
+ * line per position, zeros elsewhere; the group sums the lines
+ * (kbufs.csum, an all-gather: x + 0 is exact), and every member combines
+ * them alike into the whole max M = max m_r and sum S = sum s_r
+ * exp(m_r - M): the max, the sum and the label's logit that Megatron
+ * all-reduces. */
+static int loss_tp(const struct kern *k)
+{
+	return k->role == TP_LOSS && k->tp > 1 ? k->tp : 1;
+}
+
 static int64_t loss_ws(const struct kern *k)
 {
-	return k->in[0].size[shape_dim(&k->in[0], DIM_C)] + 2 * shape_elems(&k->out);
+	int64_t npos = shape_elems(&k->out);
+
+	return k->in[0].size[shape_dim(&k->in[0], DIM_C)] + 2 * npos +
+	       (loss_tp(k) > 1 ? npos * (2 * loss_tp(k) + 1) : 0);
 }
 
 /* -log of a probability below 1e-30: the most the loss counts */
 #define LOSS_MAX 69.07755278982137
 
+/* The parallel cross-entropy's lines summed over the group: each
+ * position's whole max, 1 / sum and loss. */
+static int loss_combine(const struct kern *k, struct kbufs *b, float *line, float *stat)
+{
+	int tp = loss_tp(k);
+	int64_t npos = shape_elems(&k->out), w = 2 * tp + 1;
+
+	if (!b->csum || b->csum(b->csum_ctx, line, npos * w))
+		return -1;
+	for (int64_t q = 0; q < npos; q++) {
+		const float *l = line + q * w;
+		double mx = l[0], s = 0;
+
+		for (int r = 1; r < tp; r++)
+			mx = l[2 * r] > mx ? l[2 * r] : mx;
+		for (int r = 0; r < tp; r++)
+			s += l[2 * r + 1] * exp(l[2 * r] - mx);
+		b->out[q] = (float)fmin(log(s) - ((double)l[2 * tp] - mx), LOSS_MAX);
+		stat[2 * q] = (float)mx;
+		stat[2 * q + 1] = (float)(1.0 / s);
+	}
+	return 0;
+}
+
 static int loss_fwd(const struct kern *k, struct kbufs *b)
 {
-	int64_t outer, classes, inner;
-	float *stat;
+	int64_t outer, classes, inner, v0, whole;
+	int di = shape_dim(&k->in[0], DIM_C), tp = loss_tp(k);
+	float *stat, *line;
 
-	cpu_split_at(&k->in[0], shape_dim(&k->in[0], DIM_C), &outer, &classes, &inner);
+	cpu_split_at(&k->in[0], di, &outer, &classes, &inner);
+	v0 = tp > 1 ? k->ilo[0][di] : 0;
+	whole = tp > 1 ? k->igsize[0][di] : classes;
 	stat = b->ws + classes;
+	line = stat + 2 * shape_elems(&k->out);
+	if (tp > 1)
+		memset(line, 0, (size_t)(shape_elems(&k->out) * (2 * tp + 1)) * sizeof *line);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t i = 0; i < inner; i++) {
-			int64_t q = o * inner + i, y = (int64_t)b->labels[q];
+			int64_t q = o * inner + i, y = (int64_t)b->labels[q] - v0;
 			const float *x = b->in[0] + o * classes * inner + i;
-			float mx, xy;
+			float mx, xy = y >= 0 && y < classes ? x[y * inner] : 0.0f;
 			double s;
 
-			if (y < 0 || y >= classes)
+			if (y + v0 < 0 || y + v0 >= whole)
 				return -1;
-			xy = x[y * inner];
 			if (inner > 1) {
 				for (int64_t t = 0; t < classes; t++)
 					b->ws[t] = x[t * inner];
@@ -256,32 +307,42 @@ static int loss_fwd(const struct kern *k, struct kbufs *b)
 			 * softmax and the cross-entropy in one pass */
 			mx = cpu_max(x, classes);
 			s = cpu_exp_sum(x, mx, b->ws, classes);
+			if (tp > 1) {
+				float *l = line + q * (2 * tp + 1);
+
+				l[2 * k->trank] = mx;
+				l[2 * k->trank + 1] = (float)s;
+				l[2 * tp] = xy;
+				continue;
+			}
 			b->out[q] = (float)fmin(log(s) - ((double)xy - mx), LOSS_MAX);
 			stat[2 * q] = mx;
 			stat[2 * q + 1] = (float)(1.0 / s);
 		}
-	return 0;
+	return tp > 1 ? loss_combine(k, b, line, stat) : 0;
 }
 
 /* dx = g (softmax(x) - onehot(y)), the probabilities from the forward's
- * max and sum (the workspace of the same micro-batch) */
+ * max and sum (the workspace of the same micro-batch); the one-hot term
+ * where the shard holds the label */
 static int loss_bwd(const struct kern *k, struct kbufs *b)
 {
-	int64_t outer, classes, inner;
+	int64_t outer, classes, inner, v0;
+	int di = shape_dim(&k->in[0], DIM_C);
 	const float *stat;
 
 	if (!b->din[0])
 		return 0;
-	cpu_split_at(&k->in[0], shape_dim(&k->in[0], DIM_C), &outer, &classes, &inner);
+	cpu_split_at(&k->in[0], di, &outer, &classes, &inner);
+	v0 = loss_tp(k) > 1 ? k->ilo[0][di] : 0;
 	stat = b->ws + classes;
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t i = 0; i < inner; i++) {
-			int64_t q = o * inner + i, y = (int64_t)b->labels[q];
+			int64_t q = o * inner + i, y = (int64_t)b->labels[q] - v0;
 			int64_t base = o * classes * inner + i;
 			const float *x = b->in[0] + base;
 			float g = b->dout[q], mx = stat[2 * q], *dx = b->din[0] + base;
 			double inv = stat[2 * q + 1];
-			float py = (float)(cpu_expf(x[y * inner] - mx) * inv);
 
 			if (inner == 1) {
 				cpu_exp_sum(x, mx, dx, classes);
@@ -293,9 +354,13 @@ static int loss_bwd(const struct kern *k, struct kbufs *b)
 				for (int64_t t = 0; t < classes; t++)
 					dx[t * inner] = g * (float)(b->ws[t] * inv);
 			}
-			dx[y * inner] = g * (py - 1.0f);
+			if (y >= 0 && y < classes) {
+				float py = (float)(cpu_expf(x[y * inner] - mx) * inv);
+
+				dx[y * inner] = g * (py - 1.0f);
+			}
 		}
 	return 0;
 }
 
-const struct kernel_ops cpu_loss = { loss_fwd, loss_bwd, loss_ws };
+const struct kernel_ops cpu_loss = { loss_fwd, loss_bwd, loss_ws, 0 };

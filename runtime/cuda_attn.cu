@@ -107,7 +107,8 @@ static int heads_bwd(const struct kern *kn, const struct attn *a, struct kbufs *
 	float *dxk = dxkv ? dxkv + s * a->lk * a->c : NULL;
 
 	/* dV_h = P_h^T dctx_h; dP_h = dctx_h V_h^T; through the softmax;
-	 * S = scale Q K^T: dQ_h = scale dS_h K_h, dK_h = scale dS_h^T Q_h */
+	 * S = scale Q K^T: dQ_h = scale dS_h K_h, dK_h = scale dS_h^T Q_h;
+	 * the key bias's gradient is zero (cpu_attn.c says why) */
 	if (cuda_gemm_rm(1, 0, lk, hd, lq, 1.0f, p, lk, sp, dctx, c, hd, 0.0f, dv, cn, hd, heads) ||
 	    cuda_gemm_rm(0, 1, lq, lk, hd, 1.0f, dctx, c, hd, v, cn, hd, 0.0f, ds, lk, sp, heads) ||
 	    cuda_softmax_rows_bwd(p, ds, ds, a->heads * a->lq, a->lk) ||
@@ -117,7 +118,7 @@ static int heads_bwd(const struct kern *kn, const struct attn *a, struct kbufs *
 	if (cuda_project_bwd(b->in[0] + xq_of(a, s), lq, c, cn, b->w + attn_mat(a, 0), dq,
 			     b->dw + attn_mat(a, 0), at(b->dw, attn_bias(kn, a, 0)), dxq, 1.0f) ||
 	    cuda_project_bwd(xk, lk, c, cn, b->w + attn_mat(a, 1), dk, b->dw + attn_mat(a, 1),
-			     at(b->dw, attn_bias(kn, a, 1)), dxk, 1.0f) ||
+			     NULL, dxk, 1.0f) ||
 	    cuda_project_bwd(xk, lk, c, cn, b->w + attn_mat(a, 2), dv, b->dw + attn_mat(a, 2),
 			     at(b->dw, attn_bias(kn, a, 2)), dxk, 1.0f))
 		return AP_EFAIL;
@@ -151,4 +152,4 @@ static int64_t attn_ws(const struct kern *k)
 	return attn_dims(k, 0).end;
 }
 
-extern "C" const struct kernel_ops cuda_attention = { attn_fwd, attn_bwd, attn_ws };
+extern "C" const struct kernel_ops cuda_attention = { attn_fwd, attn_bwd, attn_ws, 0 };

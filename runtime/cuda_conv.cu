@@ -192,7 +192,7 @@ static int conv_bwd(const struct kern *k, struct kbufs *b)
 	return AP_OK;
 }
 
-extern "C" const struct kernel_ops cuda_conv2d = { conv_fwd, conv_bwd, NULL };
+extern "C" const struct kernel_ops cuda_conv2d = { conv_fwd, conv_bwd, NULL, 0 };
 
 /* --- pooling --------------------------------------------------------- */
 
@@ -387,6 +387,6 @@ static int pool_bwd(const struct kern *k, struct kbufs *b)
 	return AP_OK;
 }
 
-extern "C" const struct kernel_ops cuda_maxpool = { pool_fwd, pool_bwd, pool_ws };
-extern "C" const struct kernel_ops cuda_avgpool = { pool_fwd, pool_bwd, NULL };
-extern "C" const struct kernel_ops cuda_adaptive_avgpool = { pool_fwd, pool_bwd, NULL };
+extern "C" const struct kernel_ops cuda_maxpool = { pool_fwd, pool_bwd, pool_ws, 0 };
+extern "C" const struct kernel_ops cuda_avgpool = { pool_fwd, pool_bwd, NULL, 0 };
+extern "C" const struct kernel_ops cuda_adaptive_avgpool = { pool_fwd, pool_bwd, NULL, 0 };

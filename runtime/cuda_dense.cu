@@ -101,7 +101,7 @@ static int linear_bwd(const struct kern *k, struct kbufs *b)
 				k->op->a.bias ? b->dw + (int64_t)cout * cin : NULL, b->din[0], 0.0f);
 }
 
-extern "C" const struct kernel_ops cuda_linear = { linear_fwd, linear_bwd, NULL };
+extern "C" const struct kernel_ops cuda_linear = { linear_fwd, linear_bwd, NULL, 0 };
 
 static int matmul_fwd(const struct kern *k, struct kbufs *b)
 {
@@ -132,7 +132,7 @@ static int matmul_bwd(const struct kern *k, struct kbufs *b)
 	return AP_OK;
 }
 
-extern "C" const struct kernel_ops cuda_matmul = { matmul_fwd, matmul_bwd, NULL };
+extern "C" const struct kernel_ops cuda_matmul = { matmul_fwd, matmul_bwd, NULL, 0 };
 
 /* embedding: ids (n[, l]) -> (n[, l], out); an id outside the vocabulary
  * sets the flag */
@@ -185,4 +185,4 @@ static int embedding_bwd(const struct kern *k, struct kbufs *b)
 	return AP_OK;
 }
 
-extern "C" const struct kernel_ops cuda_embedding = { embedding_fwd, embedding_bwd, NULL };
+extern "C" const struct kernel_ops cuda_embedding = { embedding_fwd, embedding_bwd, NULL, 0 };

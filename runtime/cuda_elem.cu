@@ -84,10 +84,11 @@ static int act_bwd(const struct kern *k, struct kbufs *b)
 	return AP_OK;
 }
 
-extern "C" const struct kernel_ops cuda_relu = { act_fwd<relu_f>, act_bwd<relu_f>, NULL };
-extern "C" const struct kernel_ops cuda_gelu = { act_fwd<gelu_f>, act_bwd<gelu_f>, NULL };
-extern "C" const struct kernel_ops cuda_tanh = { act_fwd<tanh_f>, act_bwd<tanh_f>, NULL };
-extern "C" const struct kernel_ops cuda_sigmoid = { act_fwd<sigmoid_f>, act_bwd<sigmoid_f>, NULL };
+extern "C" const struct kernel_ops cuda_relu = { act_fwd<relu_f>, act_bwd<relu_f>, NULL, 0 };
+extern "C" const struct kernel_ops cuda_gelu = { act_fwd<gelu_f>, act_bwd<gelu_f>, NULL, 0 };
+extern "C" const struct kernel_ops cuda_tanh = { act_fwd<tanh_f>, act_bwd<tanh_f>, NULL, 0 };
+extern "C" const struct kernel_ops cuda_sigmoid = { act_fwd<sigmoid_f>, act_bwd<sigmoid_f>,
+						     NULL, 0 };
 
 /* The inputs of add and mul, by value into the kernel. */
 struct ins {
@@ -141,7 +142,7 @@ static int add_bwd(const struct kern *k, struct kbufs *b)
 	return AP_OK;
 }
 
-extern "C" const struct kernel_ops cuda_add = { add_fwd, add_bwd, NULL };
+extern "C" const struct kernel_ops cuda_add = { add_fwd, add_bwd, NULL, 0 };
 
 /* d/dx_j of a product: dy times the other inputs, in the CPU's order */
 static __global__ void mul_bwd_kernel(struct ins v, int j, const float *dy, float *dx,
@@ -176,7 +177,7 @@ static int mul_bwd(const struct kern *k, struct kbufs *b)
 	return AP_OK;
 }
 
-extern "C" const struct kernel_ops cuda_mul = { mul_fwd, mul_bwd, NULL };
+extern "C" const struct kernel_ops cuda_mul = { mul_fwd, mul_bwd, NULL, 0 };
 
 /* concat along dim di: input j is [outer][size_j][inner], a block of
  * rows in every outer slice of the output: one 2-D copy per input */
@@ -218,7 +219,7 @@ static int concat_bwd(const struct kern *k, struct kbufs *b)
 	return concat_move(k, b, 1);
 }
 
-extern "C" const struct kernel_ops cuda_concat = { concat_fwd, concat_bwd, NULL };
+extern "C" const struct kernel_ops cuda_concat = { concat_fwd, concat_bwd, NULL, 0 };
 
 static int identity_fwd(const struct kern *k, struct kbufs *b)
 {
@@ -230,7 +231,7 @@ static int identity_bwd(const struct kern *k, struct kbufs *b)
 	return b->din[0] ? cuda_copy(b->din[0], b->dout, nel(k)) : AP_OK;
 }
 
-extern "C" const struct kernel_ops cuda_identity = { identity_fwd, identity_bwd, NULL };
+extern "C" const struct kernel_ops cuda_identity = { identity_fwd, identity_bwd, NULL, 0 };
 
 /* Where the local output sits in the batch (backend.h's glo, gsize) */
 struct drop_args {
@@ -292,4 +293,4 @@ static int dropout_bwd(const struct kern *k, struct kbufs *b)
 	return b->din[0] ? dropout_run(k, b, b->dout, b->din[0]) : AP_OK;
 }
 
-extern "C" const struct kernel_ops cuda_dropout = { dropout_fwd, dropout_bwd, NULL };
+extern "C" const struct kernel_ops cuda_dropout = { dropout_fwd, dropout_bwd, NULL, 0 };

@@ -51,6 +51,8 @@ void cuda_evict(void);
 int cuda_timer_start(void);
 int cuda_timer_stop(double *us);
 void cuda_sgd(float *w, float *v, const float *g, int64_t n, float lr, float mu);
+void cuda_adam(float *w, float *m, float *v, const float *g, int64_t n,
+	       const struct adam_step *a);
 void cuda_predict(float *out, const float *w, const float *v, int64_t n, float step);
 
 #ifdef __cplusplus

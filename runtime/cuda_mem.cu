@@ -268,6 +268,20 @@ static __global__ void sgd_kernel(float *w, float *v, const float *g, int64_t n,
 	}
 }
 
+/* Adam as PyTorch without weight decay (backend.h struct adam_step) */
+static __global__ void adam_kernel(float *w, float *m, float *v, const float *g, int64_t n,
+				   struct adam_step a)
+{
+	GRID_STRIDE(i, n) {
+		float mi = a.b1 * m[i] + (1.0f - a.b1) * g[i];
+		float vi = a.b2 * v[i] + (1.0f - a.b2) * g[i] * g[i];
+
+		m[i] = mi;
+		v[i] = vi;
+		w[i] -= a.lr * (mi / a.c1) / (sqrtf(vi / a.c2) + a.eps);
+	}
+}
+
 static __global__ void predict_kernel(float *out, const float *w, const float *v, int64_t n,
 				      float step)
 {
@@ -281,6 +295,13 @@ extern "C" void cuda_sgd(float *w, float *v, const float *g, int64_t n, float lr
 {
 	if (n > 0)
 		sgd_kernel<<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(w, v, g, n, lr, mu);
+}
+
+extern "C" void cuda_adam(float *w, float *m, float *v, const float *g, int64_t n,
+			  const struct adam_step *a)
+{
+	if (n > 0)
+		adam_kernel<<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(w, m, v, g, n, *a);
 }
 
 extern "C" void cuda_predict(float *out, const float *w, const float *v, int64_t n, float step)

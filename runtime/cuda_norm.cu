@@ -146,7 +146,7 @@ static int layernorm_bwd(const struct kern *k, struct kbufs *b)
 }
 
 extern "C" const struct kernel_ops cuda_layernorm = { layernorm_fwd, layernorm_bwd,
-						      layernorm_ws };
+						      layernorm_ws, 0 };
 
 /* Batchnorm (cpu_batchnorm.c's semantics, kern_dims.h's groups): for
  * each group of samples [lo, hi), one block per channel sums the
@@ -249,7 +249,7 @@ static int batchnorm_bwd(const struct kern *k, struct kbufs *b)
 }
 
 extern "C" const struct kernel_ops cuda_batchnorm = { batchnorm_fwd, batchnorm_bwd,
-						      bn_ws_floats };
+						      bn_ws_floats, 0 };
 
 /* A tensor seen as [outer][size][inner] around the dim normalised: line
  * q = (o, i) holds elements o size inner + i + t inner, t < size.  With
@@ -386,7 +386,7 @@ static int softmax_bwd(const struct kern *k, struct kbufs *b)
 	return softmax_lines_bwd(softmax_lines(k), b->out, b->dout, b->din[0]);
 }
 
-extern "C" const struct kernel_ops cuda_softmax = { softmax_fwd, softmax_bwd, NULL };
+extern "C" const struct kernel_ops cuda_softmax = { softmax_fwd, softmax_bwd, NULL, 0 };
 
 /* loss: logits [outer][classes][inner], labels and output [outer][inner];
  * a label outside [0, classes) sets the flag */
@@ -455,4 +455,4 @@ static int loss_bwd(const struct kern *k, struct kbufs *b)
 }
 
 /* no workspace: a thread recomputes its line's statistics */
-extern "C" const struct kernel_ops cuda_loss = { loss_fwd, loss_bwd, NULL };
+extern "C" const struct kernel_ops cuda_loss = { loss_fwd, loss_bwd, NULL, 0 };

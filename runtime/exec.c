@@ -17,6 +17,14 @@
  * them (end_round()), and the synchronous schedules sum a replicated
  * stage's gradients after the step's items, in op order on every member.
  * The earliest unfinished task therefore always has what it waits for.
+ *
+ * A pipeline of groups under interleaved 1F1B or zero bubble runs each
+ * group's own order (exec_layout.c), and the argument holds for the
+ * order those interleave into: each is a schedule whose every item
+ * depends only on items that come earlier in their group's orders
+ * (Megatron-LM's, and zero bubble's by construction, sched.c), and a
+ * group's tensor collectives (exec_tensor.c) come in the same order on
+ * all its members.  zb-h1's W passes receive and send nothing.
  */
 #include "exec.h"
 
@@ -30,7 +38,8 @@
 #include "exec_impl.h"
 #include "exec_layout.h"
 #include "exec_order.h"
-#include "params.h"
+#include "exec_tensor.h"
+#include "exec_update.h"
 #include "model/ops.h"
 #include "plan/sched.h"
 
@@ -194,7 +203,10 @@ static int forward(struct exec *e, struct rshard *s, int j)
 				return AP_EFAIL;
 		if (s->ko->fwd(&s->kern, &b))
 			return kernel_failed(e, s, "forward");
-		if (op->kind == OP_LOSS && add_loss(e, s->out[j], n, seed))
+		if (exec_tensor_forward(e, s, j))
+			return AP_EFAIL;
+		/* a tensor group's members hold the same loss: it counts once */
+		if (op->kind == OP_LOSS && s->trank == 0 && add_loss(e, s->out[j], n, seed))
 			return AP_EFAIL;
 	}
 	out = out_of(e, s, j);
@@ -265,12 +277,6 @@ static int scatter_grad(struct exec *e, struct rshard *s, int kk, int j)
 	return AP_OK;
 }
 
-static int update(struct exec *e, struct rshard *s)
-{
-	e->be->sgd(s->w, s->mom, s->dw, s->nparams, e->o.lr, e->o.momentum);
-	return e->be->fill(s->dw, s->nparams, 0.0f);
-}
-
 /* Asynchronous 1F1B by rounds (exec.h): after s's backward of stream
  * micro-batch J, the last of its round that this rank runs, the round's
  * gradient starts summing over the replicas; it is applied by
@@ -284,7 +290,7 @@ static int end_round(struct exec *e, struct rshard *s)
 	if (J + s->nrep <= last)
 		return AP_OK; /* more of the round on this rank (a reference) */
 	s->red = -1;
-	if (s->gid >= 0 && e->t->ops->iallreduce(e->t, s->gid, s->dw, s->nparams, &s->red))
+	if (s->gid >= 0 && exec_grad_sum(e, s, &s->red))
 		return AP_EFAIL;
 	s->apply_key = sched_key(e->p->sched, e->K, e->o.steps * e->m, e->depth[s->stage], last, 1);
 	s->pending = 1;
@@ -299,19 +305,81 @@ static int apply_round(struct exec *e, struct rshard *s)
 	s->red = -1;
 	if (id >= 0 && e->t->ops->wait_one(e->t, id))
 		return AP_EFAIL;
-	return update(e, s);
+	return exec_update(e, s);
 }
 
-static int backward(struct exec *e, struct rshard *s, int j)
+/* The inputs of s's kernel on slot j, as its forward gathered them (a
+ * local producer's output, or its own gathered copy). */
+static void kernel_inputs(const struct exec *e, const struct rshard *s, int j, struct kbufs *b)
+{
+	for (int kk = 0; kk < s->kern.nin; kk++)
+		b->in[kk] = s->alias[kk] ? out_of(e, producer(e, &s->src[kk][0]), j)
+					 : s->in[j * s->kern.nin + kk];
+}
+
+/* Once s has added the last micro-batch's gradient to its weight's (its
+ * backward, or under zb-h1 its W pass): the sum over the replicas and
+ * the update, as the schedule has them. */
+static int grad_done(struct exec *e, struct rshard *s)
+{
+	struct transport *t = e->t;
+	struct rshard *o;
+	int id;
+
+	if (!s->nparams && s->tied < 0)
+		return AP_OK;
+	/* PipeDream updates after every micro-batch (never a tied pair,
+	 * exec_supported()), or after every round of a replicated stage;
+	 * the synchronous schedules once the last micro-batch's gradient is
+	 * in: of every shard that adds to the weight's gradient (both of a
+	 * tied pair), so that the replicas sum it once; a round-robin
+	 * stage's once the step's items are done (exec_step()), as its
+	 * replicas finish their micro-batches at different items */
+	if (e->async && s->round > 1)
+		return end_round(e, s);
+	if (e->async) {
+		if (s->gid >= 0 && (exec_grad_sum(e, s, &id) || t->ops->wait_one(t, id)))
+			return AP_EFAIL;
+		return exec_update(e, s);
+	}
+	if (s->nrep > 1)
+		return AP_OK;
+	o = exec_weight_owner(e, s);
+	if (e->mbj < e->m - 1 || ++o->wdone < o->wusers)
+		return AP_OK;
+	o->wdone = 0;
+	return o->gid >= 0 ? exec_grad_sum(e, o, NULL) : AP_OK;
+}
+
+/* zb-h1's W pass of s on slot j: its weight gradient alone, from the
+ * inputs and output gradient its B pass left (struct kbufs). */
+static int weight_pass(struct exec *e, struct rshard *s, int j)
+{
+	struct kbufs b;
+
+	if (!s->nparams && s->tied < 0)
+		return AP_OK;
+	fill_kbufs(e, s, j, &b);
+	kernel_inputs(e, s, j, &b);
+	if (s->ko->bwd(&s->kern, &b))
+		return kernel_failed(e, s, "weight gradient");
+	return grad_done(e, s);
+}
+
+/* The backward of s on slot j: pass SCHED_B the whole of it, or under
+ * zb-h1 (e->wpass) its input gradients alone; SCHED_W zb-h1's weight
+ * gradient. */
+static int backward(struct exec *e, struct rshard *s, int j, int pass)
 {
 	struct transport *t = e->t;
 	const struct op *op = &e->g->ops[s->op];
-	struct rshard *o;
 	struct kbufs b;
-	int id, direct[KERN_MAX_IN];
+	int direct[KERN_MAX_IN];
 
 	if (op->kind == OP_INPUT)
 		return AP_OK;
+	if (pass == SCHED_W)
+		return weight_pass(e, s, j);
 	/* the gradients of this output that other ranks computed */
 	for (int q = 0; q < s->nsends; q++) {
 		struct xfer *x = &e->xf[s->sends[q]];
@@ -329,10 +397,12 @@ static int backward(struct exec *e, struct rshard *s, int j)
 		return AP_EFAIL;
 	s->dfresh[j] = 0;
 	fill_kbufs(e, s, j, &b);
+	if (e->wpass)
+		b.dw = NULL;
+	kernel_inputs(e, s, j, &b);
 	for (int kk = 0; kk < s->kern.nin; kk++) {
 		struct rshard *p = s->alias[kk] ? &e->sh[e->mine[s->src[kk][0].op]] : NULL;
 
-		b.in[kk] = p ? out_of(e, p, j) : s->in[j * s->kern.nin + kk];
 		b.din[kk] = s->din[kk];
 		/* the first gradient of a whole local output is written
 		 * there by the kernel itself */
@@ -345,32 +415,12 @@ static int backward(struct exec *e, struct rshard *s, int j)
 	if (s->ko->bwd(&s->kern, &b))
 		return kernel_failed(e, s, "backward");
 	for (int kk = 0; kk < s->kern.nin; kk++)
+		if (b.din[kk] && exec_tensor_backward(e, s, kk, b.din[kk]))
+			return AP_EFAIL;
+	for (int kk = 0; kk < s->kern.nin; kk++)
 		if (s->din[kk] && !direct[kk] && scatter_grad(e, s, kk, j))
 			return AP_EFAIL;
-	if (!s->nparams && s->tied < 0)
-		return AP_OK;
-	/* PipeDream updates after every micro-batch (never a tied pair,
-	 * exec_supported()), or after every round of a replicated stage;
-	 * the synchronous schedules once the last micro-batch's gradient is
-	 * in: of every shard that adds to the weight's gradient (both of a
-	 * tied pair), so that the replicas sum it once; a round-robin
-	 * stage's once the step's items are done (exec_step()), as its
-	 * replicas finish their micro-batches at different items */
-	if (e->async && s->round > 1)
-		return end_round(e, s);
-	if (e->async) {
-		if (s->gid >= 0 && (t->ops->iallreduce(t, s->gid, s->dw, s->nparams, &id) ||
-				    t->ops->wait_one(t, id)))
-			return AP_EFAIL;
-		return update(e, s);
-	}
-	if (s->nrep > 1)
-		return AP_OK;
-	o = exec_weight_owner(e, s);
-	if (e->mbj < e->m - 1 || ++o->wdone < o->wusers)
-		return AP_OK;
-	o->wdone = 0;
-	return o->gid >= 0 ? t->ops->iallreduce(t, o->gid, o->dw, o->nparams, NULL) : AP_OK;
+	return e->wpass ? AP_OK : grad_done(e, s);
 }
 
 /* The updates a stage applies between the forward of micro-batch J of
@@ -413,32 +463,32 @@ static void predict_item(struct exec *e, const struct sched_item *x)
 	}
 }
 
-/* Runs the tasks of item x of this rank, on slot j, once predict_item()
- * has run for it. */
 /* The forward of a recomputing shard again, from the inputs it kept
- * (its gathered ones, or a local producer's output): its output only,
- * none of the forward's sends, stashing or loss. */
+ * (its gathered ones, or a local producer's output): its output (summed
+ * over its tensor group where it is a partial sum), none of the
+ * forward's sends, stashing or loss. */
 static int recompute(struct exec *e, struct rshard *s, int j)
 {
 	struct kbufs b;
 
 	fill_kbufs(e, s, j, &b);
-	for (int kk = 0; kk < s->kern.nin; kk++)
-		b.in[kk] = s->alias[kk] ? out_of(e, producer(e, &s->src[kk][0]), j)
-					: s->in[j * s->kern.nin + kk];
+	kernel_inputs(e, s, j, &b);
 	if (s->ko->fwd(&s->kern, &b))
 		return kernel_failed(e, s, "recomputed forward");
-	return AP_OK;
+	return exec_tensor_forward(e, s, j);
 }
 
+/* Runs the tasks of item x of this rank, on slot j, once predict_item()
+ * has run for it. */
 static int run_tasks(struct exec *e, const struct sched_item *x, int j)
 {
 	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
 	double t0;
 
-	/* a backward item first recomputes its stage's recomputing outputs
-	 * of this micro-batch, in graph order (plan-format.md) */
-	for (int q = a; q < z && x->bwd; q++) {
+	/* a backward item (zb-h1: its B pass) first recomputes its stage's
+	 * recomputing outputs of this micro-batch, in graph order
+	 * (plan-format.md) */
+	for (int q = a; q < z && x->bwd == SCHED_B; q++) {
 		int i = e->stage_ops[q];
 
 		if (e->mine[i] >= 0 && e->sh[e->mine[i]].recompute &&
@@ -457,7 +507,7 @@ static int run_tasks(struct exec *e, const struct sched_item *x, int j)
 		if (s->pending && x->key > s->apply_key && apply_round(e, s))
 			return AP_EFAIL;
 		t0 = e->trace ? now_s() : 0;
-		if (x->bwd ? backward(e, s, j) : forward(e, s, j))
+		if (x->bwd ? backward(e, s, j, x->bwd) : forward(e, s, j))
 			return AP_EFAIL;
 		if (e->trace && trace_add(e->trace, i, x->bwd ? TRACE_BWD : TRACE_FWD, x->mb, t0,
 					  now_s()))
@@ -622,8 +672,7 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 		for (int q = 0; q < e->nsh; q++) {
 			struct rshard *s = &e->sh[q];
 
-			if (s->nrep > 1 && s->nparams && s->gid >= 0 &&
-			    t->ops->iallreduce(t, s->gid, s->dw, s->nparams, NULL))
+			if (s->nrep > 1 && s->nparams && s->gid >= 0 && exec_grad_sum(e, s, NULL))
 				return AP_EFAIL;
 		}
 		if (t->ops->wait(t))
@@ -633,11 +682,14 @@ int exec_step(struct exec *e, int64_t step, double *loss)
 
 			if (!e->sh[q].nparams)
 				continue;
-			if (update(e, &e->sh[q]))
+			if (exec_update(e, &e->sh[q]))
 				return AP_EFAIL;
 			if (e->trace && trace_add(e->trace, e->sh[q].op, TRACE_UPDATE, -1, t0, now_s()))
 				return AP_EFAIL;
 		}
+		/* ZeRO-1's all-gathers of the updated parts */
+		if (e->p->zero && t->ops->wait(t))
+			return AP_EFAIL;
 	} else {
 		int n = exec_async_slice(e, step);
 
@@ -691,10 +743,9 @@ int64_t exec_pairs(const struct exec *e)
 	return e->npairs;
 }
 
-/* Writes slice w (n floats of backend memory, channels [c_lo, c_lo + cn))
- * of op i's parameters into the host tensor full. */
-static int slice_to_host(struct exec *e, int i, int64_t c_lo, int64_t cn, float *full,
-			 const float *w, int64_t n)
+/* Writes slice w (n floats of backend memory) of shard k of op i into the
+ * host tensor full. */
+static int slice_to_host(struct exec *e, int i, int k, float *full, const float *w, int64_t n)
 {
 	float *host = malloc((size_t)(n > 0 ? n : 1) * sizeof *host);
 	int st;
@@ -703,7 +754,7 @@ static int slice_to_host(struct exec *e, int i, int64_t c_lo, int64_t cn, float 
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	st = e->be->download(host, w, (size_t)n * sizeof *host);
 	if (!st)
-		params_slice(e->g, i, c_lo, cn, full, host, 1);
+		exec_param_slice(e, i, k, full, host, 1);
 	free(host);
 	return st ? AP_EFAIL : AP_OK;
 }
@@ -716,23 +767,25 @@ static int gather_weights(struct exec *e, int i, float *full, int mom)
 	const struct plan_op *po = &e->p->ops[i];
 	int tag = 2 * e->nxf + i, me = t->rank;
 
-	/* the owner of each c slice: its first shard */
+	if (mom && e->p->zero)
+		return ap_err(AP_EINPUT, NULL, 0, "ZeRO-1 keeps the momentum in parts");
+	/* the owner of each slice: its first shard of that c coordinate (and
+	 * tensor rank, where the role splits the parameters) */
 	for (int k = 0; k < po->ndev; k++) {
 		int coord[NDIMS], first = 1, owner = po->devices[k];
 		struct region r;
-		int64_t cn, n;
+		int64_t n;
 
-		exec_shard_region(e->g, e->p, i, k, e->mb_n, &r, coord);
+		exec_shard_region(e, i, k, &r, coord);
 		for (int d = 0; d < NDIMS; d++)
 			first &= d == DIM_C || coord[d] == 0;
-		if (!first)
+		if (!first || (exec_tensor_rank(e, i, k) && !tp_role_splits_params(e->role[i])))
 			continue;
-		cn = r.hi[DIM_C] - r.lo[DIM_C];
-		n = params_count(e->g, i, cn);
+		n = exec_param_count(e, i, k);
 		if (owner == me && me == 0) {
 			const struct rshard *s = &e->sh[e->mine[i]];
 
-			if (slice_to_host(e, i, r.lo[DIM_C], cn, full, mom ? s->mom : s->w, n))
+			if (slice_to_host(e, i, k, full, mom ? s->mom : s->w, n))
 				return AP_EFAIL;
 		} else if (owner == me) {
 			const struct rshard *s = &e->sh[e->mine[i]];
@@ -748,7 +801,7 @@ static int gather_weights(struct exec *e, int i, float *full, int mom)
 				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 			st = t->ops->recv(t, buf, n, owner, tag);
 			if (!st)
-				st = slice_to_host(e, i, r.lo[DIM_C], cn, full, buf, n);
+				st = slice_to_host(e, i, k, full, buf, n);
 			e->be->release(buf);
 			if (st)
 				return AP_EFAIL;

@@ -8,7 +8,12 @@
  * predicts).  exec_step() runs one training step (exec.c): every item in
  * order, forward tasks in graph order, backward tasks in reverse, each
  * output region sent where it is consumed and each gradient sent back to
- * where it was produced; then the gradient all-reduces and the optimizer.
+ * where it was produced; then the gradient all-reduces and the optimizer
+ * (exec_update.c: the plan's Adam or SGD with momentum, under ZeRO-1 on
+ * each replica's part of the state).  Megatron-LM's tensor parallelism is
+ * exec_tensor.c's; a pipeline of groups under interleaved 1F1B or zero
+ * bubble (whose backward runs as B and W passes) runs each group's own
+ * order (core/plan/sched.c sched_group_order()).
  *
  * Schedules: GPipe and 1F1B (PipeDream-Flush) accumulate the gradients of
  * all micro-batches and update once per step, so they train exactly as one
@@ -51,7 +56,8 @@
  *
  * This header is exec.c's interface.  Which plans the runtime can run is
  * exec_support.h's, the ranks a plan needs and where its shards run
- * exec_layout.h's, the order of a rank's stage transfers exec_order.h's;
+ * exec_layout.h's, the order of a rank's stage transfers exec_order.h's,
+ * tensor parallelism exec_tensor.h's, the optimizer step exec_update.h's;
  * what the executor's files share inside is exec_impl.h.
  */
 #ifndef AUTOPAR_EXEC_H
@@ -70,7 +76,7 @@ struct exec_opts {
 	int64_t steps;   /* steps the run will take: where asynchronous 1F1B's
 			  * stream of micro-batches ends */
 	int pool;        /* distinct batches the steps cycle through */
-	float lr, momentum;
+	float lr, momentum; /* the optimizer's (exec_update.c) */
 	/* Asynchronous schedules without their remedy for staleness: no
 	 * stashed versions under 1f1b-async, no prediction under
 	 * async-predict; every task runs with the weights current when it

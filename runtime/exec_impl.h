@@ -3,7 +3,7 @@
  * and exec.c runs.  Not an interface: only runtime/exec*.c include it.
  * The one function it declares is exec.c's exec_async_slice(); the other
  * files of the executor declare theirs in exec_layout.h, exec_groups.h,
- * exec_support.h and exec_order.h.
+ * exec_support.h, exec_order.h, exec_tensor.h and exec_update.h.
  *
  * Every rank builds the same list of transfers (all pieces of all inputs
  * that cross ranks, in one deterministic order), so a transfer's index is
@@ -68,6 +68,9 @@ struct rshard {
 	int64_t apply_key;            /* applied before the first task of a
 				       * key above this, its last backward's */
 	int cidx;                     /* index along c: the replica group */
+	int trank;                    /* its tensor rank (exec_tensor.c), 0
+				       * without tensor parallelism */
+	int tgid;                     /* its tensor group, -1 none */
 	struct region reg;            /* output region, n within a micro-batch */
 	struct kern kern;
 	const struct kernel_ops *ko;
@@ -76,10 +79,25 @@ struct rshard {
 	struct src *src[KERN_MAX_IN];
 	int alias[KERN_MAX_IN];       /* input k is a local producer's output */
 	int64_t nparams;              /* 0 when it uses another's weight */
-	float *w, *dw, *mom;
+	float *w, *dw;
+	float *mom, *mom2;            /* the optimizer's state (exec_update.c):
+				       * SGD's momentum, or Adam's first and
+				       * second moments */
+	int64_t nupdates;             /* updates applied (Adam's t) */
+	int zparts, zidx;             /* ZeRO-1: the members of its replica
+				       * group that share its optimizer state
+				       * (0: none do), its part among them */
+	int64_t zlen;                 /* floats of a part (w and dw hold
+				       * zparts of them, the last padded) */
+	float *gpart, *wpart;         /* ZeRO-1: its part of the summed
+				       * gradient, and of the weights, which
+				       * it updates */
 	int tied;                     /* a tied linear: the shard (index in
 				       * sh) whose weight and gradient it
-				       * uses, else -1 */
+				       * uses, else -1; on other ranks than
+				       * its embedding (Megatron's embedding
+				       * group) it holds a copy of its own,
+				       * in the embedding's replica group */
 	int wusers, wdone;            /* shards of this rank that add to dw,
 				       * and those done with the step */
 	float **stash;                /* [nbuf]: the weights a micro-batch runs with */
@@ -122,7 +140,10 @@ struct exec {
 	struct trace *trace;          /* records the tasks when set */
 	int64_t npairs;               /* forward/backward pairs run on two
 				       * threads (run_pair) */
-	double loss_scale;            /* 1 / loss positions in the batch */
+	enum tp_role *role;           /* per op: its tensor-parallel role
+				       * (exec_tensor.c), TP_NONE without */
+	int wpass;                    /* zb-h1: backwards run as B and W
+				       * passes (SCHED_B, SCHED_W items) */
 	int *mine;                    /* per op: index in sh, or -1 */
 	struct rshard *sh;
 	int nsh;
@@ -175,6 +196,24 @@ static inline int exec_xfer_live(const struct xfer *x, int j)
 static inline struct rshard *exec_weight_owner(struct exec *e, struct rshard *s)
 {
 	return s->tied >= 0 ? &e->sh[s->tied] : s;
+}
+
+/* n floats of the backend's memory, zeroed; NULL when out of memory */
+static inline float *exec_alloc(const struct exec *e, int64_t n)
+{
+	return e->be->alloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+}
+
+/* n floats of the backend's memory holding host[0 .. n) */
+static inline float *exec_alloc_from(const struct exec *e, const float *host, int64_t n)
+{
+	float *p = exec_alloc(e, n);
+
+	if (p && e->be->upload(p, host, (size_t)n * sizeof *host)) {
+		e->be->release(p);
+		return NULL;
+	}
+	return p;
 }
 
 /* exec.c: an asynchronous schedule's items of step `step` into e->slice,

@@ -16,6 +16,13 @@
  * share) and the whole keys and values of attention split along l.  Such
  * pieces overlap between consumer shards; their gradients add up at the
  * producer.
+ *
+ * Under tensor parallelism (exec_tensor.c) shard k of an op of tensor
+ * degree t is tensor rank k mod t of the n shard k / t: a split output or
+ * input is cut along c by the tensor rank, and a whole output that every
+ * member of a tensor group holds is taken from the member of the same
+ * tensor rank.  The order of a pipeline of groups under interleaved 1F1B
+ * or zero bubble is its group's (sched_group_order()).
  */
 #include "exec_layout.h"
 
@@ -28,8 +35,11 @@
 #include "exec_groups.h"
 #include "exec_impl.h"
 #include "exec_support.h"
+#include "exec_tensor.h"
+#include "exec_update.h"
 #include "params.h"
 #include "model/needs.h"
+#include "plan/pipe.h"
 #include "plan/sched.h"
 
 int exec_replica_rank(const struct plan *p, int i, int k, int g)
@@ -56,24 +66,36 @@ int exec_ranks(const struct plan *p)
 	return n;
 }
 
-void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k,
-		       int64_t mb_n, struct region *r, int coord[NDIMS])
+/* Tensor rank tr's part of [lo[DIM_C], hi[DIM_C]) of r, in place. */
+static void cut_c(struct region *r, int tr, int t)
 {
-	const int *deg = p->ops[i].degree;
-	int c[NDIMS];
+	int64_t lo, n;
 
+	tensor_part(r->hi[DIM_C] - r->lo[DIM_C], tr, t, &lo, &n);
+	r->lo[DIM_C] += lo;
+	r->hi[DIM_C] = r->lo[DIM_C] + n;
+}
+
+void exec_shard_region(const struct exec *e, int i, int k, struct region *r, int coord[NDIMS])
+{
+	const int *deg = e->p->ops[i].degree;
+	int c[NDIMS], tr = exec_tensor_rank(e, i, k);
+
+	k = exec_tensor_data(e, i, k);
 	for (int d = NDIMS - 1; d >= 0; d--) {
 		c[d] = k % deg[d];
 		k /= deg[d];
 	}
 	for (int d = 0; d < NDIMS; d++) {
-		int64_t sz = shape_extent(&g->ops[i].out, d, mb_n);
+		int64_t sz = shape_extent(&e->g->ops[i].out, d, e->mb_n);
 
 		r->lo[d] = c[d] * sz / deg[d];
 		r->hi[d] = (c[d] + 1) * sz / deg[d];
 		if (coord)
 			coord[d] = c[d];
 	}
+	if (exec_tensor_splits_out(e, i))
+		cut_c(r, tr, plan_op_tensor(e->p, i));
 }
 
 /* What consumer shard k of op c needs of its input kk (needs.c): a
@@ -86,7 +108,7 @@ static void need_region(const struct exec *e, int c, int k, int kk, struct regio
 	int coord[NDIMS];
 	struct region own;
 
-	exec_shard_region(e->g, e->p, c, k, e->mb_n, &own, coord);
+	exec_shard_region(e, c, k, &own, coord);
 	for (int d = 0; d < NDIMS; d++) {
 		int64_t sz = shape_extent(t, d, e->mb_n);
 
@@ -98,6 +120,19 @@ static void need_region(const struct exec *e, int c, int k, int kk, struct regio
 		op_input_need(e->g, op, kk, d, coord[d], e->p->ops[c].degree[d], own.lo[d],
 			      own.hi[d], sz, &r->lo[d], &r->hi[d]);
 	}
+	if (exec_tensor_splits_in(e, c) && shape_dim(t, DIM_C) >= 0)
+		cut_c(r, exec_tensor_rank(e, c, k), plan_op_tensor(e->p, c));
+}
+
+/* Whether consumer shard k of op c takes from producer shard kp of op
+ * pi: not from a member of a tensor group holding the same whole tensor
+ * as its peer of the consumer's tensor rank. */
+static int takes_from(const struct exec *e, int c, int k, int pi, int kp)
+{
+	int tp = plan_op_tensor(e->p, pi);
+
+	return tp < 2 || exec_tensor_splits_out(e, pi) ||
+	       exec_tensor_rank(e, pi, kp) == exec_tensor_rank(e, c, k) % tp;
 }
 
 static int add_src(struct rshard *s, int kk, const struct src *x)
@@ -206,8 +241,9 @@ static int connect(struct exec *e, int c, int kk)
 										   kp, gp),
 							 .rep = gp, .nrep = rp, .xfer = -1 };
 
-					exec_shard_region(e->g, e->p, pi, kp, e->mb_n, &own, NULL);
-					if (!region_meet(&own, &need, &x.o))
+					exec_shard_region(e, pi, kp, &own, NULL);
+					if (!takes_from(e, c, k, pi, kp) ||
+					    !region_meet(&own, &need, &x.o))
 						continue;
 					if (x.rank != crank && link_xfer(e, c, crank, gc, rc, &x))
 						return AP_EFAIL;
@@ -219,12 +255,7 @@ static int connect(struct exec *e, int c, int kk)
 	return AP_OK;
 }
 
-static float *falloc(struct exec *e, int64_t n)
-{
-	return e->be->alloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-}
-
-/* The executor's own tables live on the host; only tensors (falloc) live
+/* The executor's own tables live on the host; only tensors (exec_alloc()) live
  * in the backend's memory. */
 static void *host_table(size_t n, size_t size)
 {
@@ -232,18 +263,6 @@ static void *host_table(size_t n, size_t size)
 }
 
 #define NEW(e, p, n) ((void)(e), ((p) = host_table((size_t)(n), sizeof *(p))) != NULL)
-
-/* n floats of backend memory holding host[0..n) */
-static float *falloc_from(struct exec *e, const float *host, int64_t n)
-{
-	float *p = falloc(e, n);
-
-	if (p && e->be->upload(p, host, (size_t)n * sizeof *host)) {
-		e->be->release(p);
-		return NULL;
-	}
-	return p;
-}
 
 /* Whether an op of another stage than op i's reads op i's output on
  * this rank. */
@@ -270,6 +289,9 @@ static int shard_setup(struct exec *e, struct rshard *s)
 	kn->nin = nin;
 	region_shape(&op->out, &s->reg, &kn->out);
 	kn->c_lo = s->reg.lo[DIM_C];
+	kn->role = e->role[s->op];
+	kn->tp = plan_op_tensor(e->p, s->op);
+	kn->trank = s->trank;
 	for (int q = 0; q < op->out.rank; q++) {
 		kn->glo[q] = s->reg.lo[op->out.kind[q]];
 		kn->gsize[q] = op->out.size[q];
@@ -290,7 +312,7 @@ static int shard_setup(struct exec *e, struct rshard *s)
 		}
 		if (!x) /* a concat shard holding none of this input */
 			continue;
-		exec_shard_region(g, e->p, op->in[kk], x->k, e->mb_n, &prod, NULL);
+		exec_shard_region(e, op->in[kk], x->k, &prod, NULL);
 		s->alias[kk] = s->nsrc[kk] == 1 && x->xfer < 0 &&
 			       region_equal(&x->o, &s->inreg[kk]) && region_equal(&prod, &x->o);
 	}
@@ -301,61 +323,93 @@ static int shard_setup(struct exec *e, struct rshard *s)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	/* a recomputing shard's output lives from its forward to the end
 	 * of the item, and again from the recomputation to the end of its
-	 * backward item: one buffer serves every slot */
+	 * backward item: one buffer serves every slot (not when a W pass,
+	 * which may come after other slots' items, reads it) */
 	s->recompute = e->p->ops[s->op].recompute && op->kind != OP_INPUT;
-	s->out_shared = s->recompute && !read_by_other_stage(e, s->op);
+	s->out_shared = s->recompute && !read_by_other_stage(e, s->op) && !e->wpass;
 	for (int j = 0; j < m; j++) {
 		int64_t ws = s->ko && s->ko->ws_floats ? s->ko->ws_floats(kn) : 0;
 
 		if (j > 0 && s->out_shared)
 			s->out[j] = s->out[0];
-		else if (op->kind != OP_INPUT && !(s->out[j] = falloc(e, shape_elems(&kn->out))))
+		else if (op->kind != OP_INPUT &&
+			 !(s->out[j] = exec_alloc(e, shape_elems(&kn->out))))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		if (!(s->dout[j] = falloc(e, shape_elems(&kn->out))) ||
-		    !(s->ws[j] = falloc(e, ws)))
+		if (!(s->dout[j] = exec_alloc(e, shape_elems(&kn->out))) ||
+		    !(s->ws[j] = exec_alloc(e, ws)))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		for (int kk = 0; kk < nin; kk++)
 			if (!s->alias[kk] &&
-			    !(s->in[j * nin + kk] = falloc(e, shape_elems(&kn->in[kk]))))
+			    !(s->in[j * nin + kk] = exec_alloc(e, shape_elems(&kn->in[kk]))))
 				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
 	for (int kk = 0; kk < nin; kk++)
 		if (g->ops[op->in[kk]].kind != OP_INPUT &&
-		    !(s->din[kk] = falloc(e, shape_elems(&kn->in[kk]))))
+		    !(s->din[kk] = exec_alloc(e, shape_elems(&kn->in[kk]))))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	return AP_OK;
 }
 
-/* The shard's parameter slice, from the seeded whole tensor. */
+int64_t exec_param_count(const struct exec *e, int i, int k)
+{
+	struct region r;
+
+	if (plan_op_tensor(e->p, i) > 1)
+		return params_tensor_count(e->g, i, e->role[i], exec_tensor_rank(e, i, k),
+					   plan_op_tensor(e->p, i));
+	exec_shard_region(e, i, k, &r, NULL);
+	return params_count(e->g, i, r.hi[DIM_C] - r.lo[DIM_C]);
+}
+
+void exec_param_slice(const struct exec *e, int i, int k, float *full, float *slice,
+		      int to_full)
+{
+	struct region r;
+
+	if (plan_op_tensor(e->p, i) > 1) {
+		params_tensor_slice(e->g, i, e->role[i], exec_tensor_rank(e, i, k),
+				    plan_op_tensor(e->p, i), full, slice, to_full);
+		return;
+	}
+	exec_shard_region(e, i, k, &r, NULL);
+	params_slice(e->g, i, r.lo[DIM_C], r.hi[DIM_C] - r.lo[DIM_C], full, slice, to_full);
+}
+
+/* The shard's parameter slice, from the seeded whole tensor.  A tied
+ * linear's copy (exec_tie_copy()) holds what its embedding's shard of
+ * the same tensor rank holds (neither is split along c). */
 static int params_setup(struct exec *e, struct rshard *s)
 {
-	const struct op *op = &e->g->ops[s->op];
-	int64_t cn = s->reg.hi[DIM_C] - s->reg.lo[DIM_C];
+	int copy = exec_tie_copy(e, s->op), i = copy ? e->g->ops[s->op].a.tie : s->op;
+	int k = copy ? s->trank : s->k, st = AP_OK;
+	const struct op *op = &e->g->ops[i];
 	float *full, *slice;
 
 	s->gid = -1;
 	if (op->params <= 0)
 		return AP_OK;
-	s->nparams = params_count(e->g, s->op, cn);
+	s->nparams = exec_param_count(e, i, k);
 	s->wusers = 1;
 	s->kern.nparams = s->nparams;
 	full = calloc((size_t)op->params, sizeof *full);
 	slice = calloc((size_t)s->nparams, sizeof *slice);
 	if (full && slice) {
-		params_init(e->g, s->op, e->o.seed, full);
-		params_slice(e->g, s->op, s->reg.lo[DIM_C], cn, full, slice, 0);
-		s->w = falloc_from(e, slice, s->nparams);
+		params_init(e->g, i, e->o.seed, full);
+		exec_param_slice(e, i, k, full, slice, 0);
+		st = exec_update_setup(e, s, slice);
+	} else {
+		st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
 	free(full);
 	free(slice);
-	if (!s->w || !(s->dw = falloc(e, s->nparams)) || !(s->mom = falloc(e, s->nparams)))
-		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-	if (exec_predicts(e) && !(s->pred = falloc(e, s->nparams)))
+	if (st)
+		return st;
+	if (exec_predicts(e) && !(s->pred = exec_alloc(e, s->nparams)))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int j = 0; j < e->nbuf; j++) {
 		if (!exec_stashes(e))
 			s->stash[j] = s->w;
-		else if (!(s->stash[j] = falloc(e, s->nparams)))
+		else if (!(s->stash[j] = exec_alloc(e, s->nparams)))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
 	return AP_OK;
@@ -363,7 +417,8 @@ static int params_setup(struct exec *e, struct rshard *s)
 
 /* Tied linears run with the embedding's weight, gradient and weight
  * versions (exec_support.c says why they can; plan_validate() that the
- * embedding runs on the same ranks); it applies the update. */
+ * embedding runs on the same ranks); it applies the update.  A copy on
+ * other ranks (exec_tie_copy()) has its own, which params_setup() made. */
 static int ties_setup(struct exec *e)
 {
 	for (int q = 0; q < e->nsh; q++) {
@@ -374,6 +429,8 @@ static int ties_setup(struct exec *e)
 			continue;
 		if (exec_tie_check(e->g, e->p, s->op, NULL))
 			return AP_EINPUT;
+		if (exec_tie_copy(e, s->op))
+			continue;
 		if (e->mine[op->a.tie] < 0)
 			return ap_err(AP_EINPUT, NULL, 0,
 				      "operator '%s' ties its weight to '%s', which rank %d does "
@@ -417,13 +474,38 @@ static int data_setup(struct exec *e, struct rshard *s)
 				data_input(&e->data, s->op, b, &r, buf);
 			else
 				st = data_labels(&e->data, s->op, b, &r, buf);
-			if (!st && !(s->cache[b * e->m + j] = falloc_from(e, buf, region_elems(&r))))
+			if (!st &&
+			    !(s->cache[b * e->m + j] = exec_alloc_from(e, buf, region_elems(&r))))
 				st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 			free(buf);
 			if (st)
 				return st;
 		}
 	return AP_OK;
+}
+
+/* A pipeline of groups under interleaved 1F1B or zero bubble: the
+ * items of this rank's group in its order (sched_group_order(), the one
+ * the symmetric simulation predicts), the stages of other groups having
+ * no task here; none on a rank of no group. */
+static int group_order(struct exec *e)
+{
+	const struct plan *p = e->p;
+	struct plan_pipe pp;
+	char why[160];
+	int r = -1;
+
+	if (plan_pipe_shape(p, &pp, why, sizeof why))
+		return ap_err(AP_EINPUT, NULL, 0,
+			      "%s needs a pipeline of device groups: %s (plan_validate() "
+			      "refuses it)", sched_name(p->sched), why);
+	for (int s = 0; s < pp.groups; s++)
+		for (int k = 0; k < p->stages[s].ndev; k++)
+			if (p->stages[s].devices[k] == e->t->rank)
+				r = s;
+	e->nitems = r < 0 ? 0
+			  : sched_group_order(p->sched, pp.groups, pp.chunks, e->m, r, e->items);
+	return e->nitems < 0 ? ap_err(AP_EFAIL, NULL, 0, "out of memory") : AP_OK;
 }
 
 /* Stage depths (sched_stage_depths(), the simulator's) and the order of
@@ -435,7 +517,7 @@ static int order_setup(struct exec *e)
 	int *pos = malloc((size_t)n * sizeof *pos), np = 0, depth_max, st;
 
 	e->depth = depth;
-	if (!depth || !pos || !NEW(e, e->items, 2 * n * e->m) ||
+	if (!depth || !pos || !NEW(e, e->items, 3 * n * e->m) ||
 	    !NEW(e, e->stage_ops_ofs, n + 1) || !NEW(e, e->stage_ops, e->g->nops) ||
 	    !NEW(e, e->stage_of, e->g->nops)) {
 		free(pos);
@@ -450,6 +532,12 @@ static int order_setup(struct exec *e)
 		pos[p->stages[k].id] = k;
 	sched_order(p->sched, n, depth, e->m, e->items);
 	e->nitems = 2 * n * e->m;
+	if (p->sched >= SCHED_FIRST_PIPE)
+		st = group_order(e);
+	if (st) {
+		free(pos);
+		return st;
+	}
 	e->K = depth_max + 1;
 	/* async: a stage has at most K micro-batches in flight (1F1B's
 	 * warm-up plus one; async-predict 2K), and a step's slice touches
@@ -491,17 +579,17 @@ static int xfer_setup(struct exec *e)
 			e->rbuf_n = n;
 		if (t->prod_rank != me && t->cons_rank != me)
 			continue;
-		if (t->cons_rank == me && !(t->rbuf = falloc(e, n)))
+		if (t->cons_rank == me && !(t->rbuf = exec_alloc(e, n)))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		if (!NEW(e, t->sbuf, 2 * e->nbuf) || !NEW(e, t->sreq, 2 * e->nbuf))
 			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		for (int j = 0; j < 2 * e->nbuf; j++) {
 			t->sreq[j] = -1;
-			if (!(t->sbuf[j] = falloc(e, n)))
+			if (!(t->sbuf[j] = exec_alloc(e, n)))
 				return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		}
 	}
-	if (!(e->rbuf = falloc(e, e->rbuf_n)))
+	if (!(e->rbuf = exec_alloc(e, e->rbuf_n)))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	return AP_OK;
 }
@@ -515,7 +603,10 @@ int exec_layout(struct exec *e)
 	e->m = p->microbatches;
 	e->mb_n = g->batch / e->m;
 	e->async = sched_async(p->sched);
-	st = order_setup(e);
+	e->wpass = p->sched == SCHED_ZB_H1;
+	st = exec_tensor_roles(e);
+	if (!st)
+		st = order_setup(e);
 	if (st)
 		return st;
 	/* in flight on a stage of depth 0: 1F1B's K, async-predict's 2K */
@@ -543,6 +634,7 @@ int exec_layout(struct exec *e)
 		s = &e->sh[e->mine[i]];
 		s->op = i;
 		s->tied = -1;
+		s->tgid = -1;
 		s->cg.t = e->t;
 		s->cg.gid = -1;
 		s->red = -1;
@@ -558,8 +650,9 @@ int exec_layout(struct exec *e)
 					s->k = k;
 					s->rep = gr;
 				}
-		exec_shard_region(g, p, i, s->k, e->mb_n, &s->reg, coord);
+		exec_shard_region(e, i, s->k, &s->reg, coord);
 		s->cidx = coord[DIM_C];
+		s->trank = exec_tensor_rank(e, i, s->k);
 	}
 	st = data_init(&e->data, g, e->o.seed, e->o.pool);
 	for (int c = 0; c < g->nops && !st; c++)
@@ -578,6 +671,8 @@ int exec_layout(struct exec *e)
 		st = exec_groups_setup(e);
 	if (!st)
 		st = exec_cgroups_setup(e);
+	if (!st)
+		st = exec_tensor_groups(e);
 	if (!st)
 		st = xfer_setup(e);
 	return st;
@@ -613,9 +708,7 @@ void exec_layout_release(struct exec *e)
 			free(s->src[kk]);
 		}
 		if (s->tied < 0) {
-			e->be->release(s->w);
-			e->be->release(s->dw);
-			e->be->release(s->mom);
+			exec_update_release(e, s);
 			e->be->release(s->pred);
 		}
 		free(s->sends);
@@ -635,5 +728,6 @@ void exec_layout_release(struct exec *e)
 	free(e->stage_ops_ofs);
 	free(e->stage_ops);
 	free(e->stage_of);
+	free(e->role);
 	data_release(&e->data);
 }

@@ -21,16 +21,25 @@ int exec_ranks(const struct plan *p);
 int exec_replica_rank(const struct plan *p, int i, int k, int g);
 int exec_op_replicas(const struct plan *p, int i);
 
-/* The region shard k of op i owns, for one micro-batch of mb_n samples;
- * its coordinates along every dim into coord (may be NULL). */
-void exec_shard_region(const struct graph *g, const struct plan *p, int i, int k,
-		       int64_t mb_n, struct region *r, int coord[NDIMS]);
+struct exec;
+
+/* The region shard k of op i owns, for one micro-batch of e's; its
+ * coordinates along every dim into coord (may be NULL): those of its n
+ * shard under tensor parallelism, whose split roles cut c further by its
+ * tensor rank (exec_tensor.c). */
+void exec_shard_region(const struct exec *e, int i, int k, struct region *r, int coord[NDIMS]);
+
+/* The floats of the slice of op i's parameters that shard k holds (its
+ * output channels', or under tensor parallelism its tensor rank's), and
+ * copies between that slice and the whole tensor (params.h). */
+int64_t exec_param_count(const struct exec *e, int i, int k);
+void exec_param_slice(const struct exec *e, int i, int k, float *full, float *slice,
+		      int to_full);
 
 /* Inside exec_create(): into e, the schedule's order of items and this
  * rank's shards with their parameters and buffers, the pieces they
  * gather, the transfers and the groups; exec_layout_release() frees what
  * it made. */
-struct exec;
 int exec_layout(struct exec *e);
 void exec_layout_release(struct exec *e);
 

@@ -10,7 +10,8 @@
  * first of a transfer's sharers) and then sends its output's pieces; a
  * backward receives its output's gradients and sends its inputs' (the last
  * of the sharers); a round-robin replica runs its own micro-batches, with
- * the pieces and transfers of their replicas.  A rank knows its own tasks only, so each rank lists
+ * the pieces and transfers of their replicas; zb-h1's W passes have none.
+ * A rank knows its own tasks only, so each rank lists
  * what it sends and the transport exchanges the lists once at setup: simpler
  * and less fragile than replaying every other rank's layout.  The runtime
  * tests record the sends and receives the executor really issues and
@@ -98,6 +99,8 @@ static int item_events(const struct exec *e, const struct sched_item *x, struct 
 	int a = e->stage_ops_ofs[x->stage], z = e->stage_ops_ofs[x->stage + 1];
 	int j = x->mb % e->m; /* a stream's: replicas divide m */
 
+	if (x->bwd == SCHED_W) /* zb-h1's weight gradients: no transfers */
+		return AP_OK;
 	for (int q = 0; q < z - a; q++) {
 		int i = e->stage_ops[x->bwd ? z - 1 - q : a + q];
 		const struct rshard *s = e->mine[i] < 0 ? NULL : &e->sh[e->mine[i]];

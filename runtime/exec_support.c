@@ -1,15 +1,19 @@
 /*
  * Which plans the runtime can execute (exec_support.h: exec_supported(),
  * exec_can_split()): the dims each operator kind can be split
- * along, the operators a backend implements, tied weights, and the
- * schedules round-robin replicas and recomputation run under.  The plan
- * validator (plan_check.c) allows more than this: a valid plan the runtime
- * cannot run gets one message, naming the first operator or stage at fault.
+ * along, the operators a backend implements, tied weights, the
+ * schedules round-robin replicas and recomputation run under, and which
+ * of Megatron-LM's features it runs.  The plan validator (plan_check.c)
+ * allows more than this: a valid plan the runtime cannot run gets one
+ * message, naming the first operator or stage at fault.
  */
 #include "exec_support.h"
 
+#include <stdio.h>
+
 #include "util/err.h"
 #include "model/ops.h"
+#include "model/tensor.h"
 #include "plan/sched.h"
 
 #define BIT(d) (1u << (d))
@@ -122,9 +126,69 @@ int exec_tie_check(const struct graph *g, const struct plan *p, int i, const cha
 		      "a tied pair only %s", g->ops[i].name, g->ops[g->ops[i].a.tie].name, why);
 }
 
+/* What of Megatron-LM's features (docs/plan-format.md, "Training",
+ * "Tensor parallelism", "Pipelines of groups") the runtime does not
+ * execute, with its reason, or NULL.  It runs tensor parallelism on a
+ * backend whose kernels take the roles (struct kern), ZeRO-1, Adam, and
+ * the orders of interleaved-1f1b and zb-h1, whose B and W passes need
+ * kernels that run them apart (kernel_ops.weight_pass), all in float32
+ * under the synchronous schedules; what it leaves out stays "simulated
+ * but not executable". */
+static const char *megatron_refusal(const struct graph *g, const struct plan *p,
+				    const struct backend *be, char *why, size_t len)
+{
+	int tensor = 0, adam = p->has_optimizer && p->optimizer == OPTIMIZER_ADAM;
+
+	if (p->precision != PREC_FP32)
+		return "mixed precision: simulated but not executable by the runtime yet "
+		       "(it trains in float32; plan with precision=fp32)";
+	if (p->seq_parallel)
+		return "sequence parallelism: simulated but not executable by the runtime yet";
+	if (p->zero > 1)
+		return "ZeRO-3: simulated but not executable by the runtime yet (it runs ZeRO-1)";
+	for (int i = 0; i < g->nops; i++) {
+		const struct op *op = &g->ops[i];
+		int t = plan_op_tensor(p, i);
+
+		tensor |= t > 1;
+		if (p->ops[i].recompute == RECOMPUTE_SELECTIVE)
+			snprintf(why, len, "selective recomputation of '%s': simulated but not "
+				 "executable by the runtime yet (it recomputes whole operators)",
+				 op->name);
+		else if (t > 1 && !be->tensor_parallel)
+			snprintf(why, len, "tensor parallelism ('%s'): not executable by the %s "
+				 "backend yet (the cpu backend runs it)", op->name, be->name);
+		else if (t > 1 && op->kind == OP_ATTENTION && op->a.heads % t)
+			snprintf(why, len, "'%s' (attention) over %d tensor ranks, which do not "
+				 "divide its %d heads: not executable by the runtime (a member "
+				 "runs whole heads)", op->name, t, op->a.heads);
+		else if (p->sched == SCHED_ZB_H1 && op->kind != OP_INPUT && be->ops[op->kind] &&
+			 (op->params > 0 || op->a.tie >= 0) && !be->ops[op->kind]->weight_pass)
+			snprintf(why, len, "zb-h1, but the %s backend's %s ('%s') does not "
+				 "run its weight gradient (the W pass) apart from its input "
+				 "gradient: not executable by it yet", be->name,
+				 op_kind_name(op->kind), op->name);
+		else
+			continue;
+		return why;
+	}
+	if (sched_async(p->sched) && (tensor || p->zero || adam))
+		return "Megatron-LM's features under an asynchronous schedule: the runtime runs "
+		       "tensor parallelism, ZeRO and Adam under gpipe, 1f1b, interleaved-1f1b "
+		       "and zb-h1";
+	if (adam && !be->adam) {
+		snprintf(why, len, "adam: not implemented by the %s backend", be->name);
+		return why;
+	}
+	return NULL;
+}
+
 int exec_supported(const struct graph *g, const struct plan *p, const struct backend *be,
 		   const char *path)
 {
+	char buf[320];
+	const char *why;
+
 	/* The replicas of a stage update in rounds of one micro-batch each
 	 * (exec.h): rounds of the stream that fit the steps' micro-batches,
 	 * and versions that follow from the order of the items, not from
@@ -145,14 +209,8 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 				      "and a step must hold whole rounds", p->stages[s].id, r,
 				      p->microbatches, sched_name(p->sched), r);
 	}
-	if (plan_megatron_features(p))
-		return ap_err(AP_EINPUT, path, 0,
-			      "the plan uses %s: tensor parallelism, mixed precision, ZeRO, "
-			      "sequence parallelism, selective recomputation and the "
-			      "interleaved-1f1b and zb-h1 schedules are simulated but not "
-			      "executable by the runtime yet",
-			      p->sched == SCHED_INTERLEAVED || p->sched == SCHED_ZB_H1
-				      ? sched_name(p->sched) : "Megatron-LM's features");
+	if ((why = megatron_refusal(g, p, be, buf, sizeof buf)))
+		return ap_err(AP_EINPUT, path, 0, "the plan uses %s", why);
 	for (int i = 0; i < g->nops && p->sched == SCHED_ASYNC_PREDICT; i++)
 		if (p->ops[i].recompute)
 			return ap_err(AP_EINPUT, path, 0,

@@ -10,6 +10,20 @@
 
 #include "backend.h"
 
+/* Tensor rank trank's part of s things split tp ways (struct kern's
+ * tensor parallelism, model/tensor.h's tensor_part()). */
+static inline void tp_part(const struct kern *k, int64_t s, int64_t *lo, int64_t *n)
+{
+	tensor_part(s, k->trank, k->tp, lo, n);
+}
+
+/* Whether the shard adds a bias its tensor group sums: a partial sum
+ * has it from tensor rank 0 alone. */
+static inline int tp_adds_bias(const struct kern *k)
+{
+	return k->op->a.bias && (!(k->role == TP_ROW || k->role == TP_HEADS) || k->trank == 0);
+}
+
 /* linear: x (.., cin) -> y (.., cout); the features are the last dim. */
 static inline void linear_dims(const struct kern *k, int *rows, int *cin, int *cout)
 {
@@ -67,6 +81,10 @@ static inline struct attn attn_dims(const struct kern *kn, int ds_heads)
 	a.lq = kn->out.size[1];
 	a.cn = kn->out.size[2];
 	a.c0 = kn->c_lo;
+	/* split by heads, the output whole: the heads of its part of the
+	 * channels */
+	if (kn->role == TP_HEADS)
+		tp_part(kn, a.c, &a.c0, &a.cn);
 	a.lk = kn->in[kv].size[1];
 	a.qg = kn->glo[1];
 	a.qoff = a.qg - kn->ilo[0][1];
@@ -87,8 +105,10 @@ static inline struct attn attn_dims(const struct kern *kn, int ds_heads)
 	return a;
 }
 
-/* Where the shard's matrix `which` (0 q, 1 k, 2 v, 3 out: W[cn][c] each)
- * and its bias (-1: none) start in its parameters (or their gradient). */
+/* Where the shard's matrix `which` (0 q, 1 k, 2 v, 3 out: W[cn][c] each;
+ * split by heads, the output projection is the columns of its heads,
+ * W[c][cn], and its bias is whole) and its bias (-1: none) start in its
+ * parameters (or their gradient). */
 static inline int64_t attn_mat(const struct attn *a, int which)
 {
 	return which * a->cn * a->c;

@@ -103,3 +103,94 @@ void params_slice(const struct graph *g, int i, int64_t c_lo, int64_t cn, float 
 		memcpy(to_full ? f : s, to_full ? s : f, (size_t)parts[k][2] * sizeof(float));
 	}
 }
+
+/* Columns [c0, c0 + cn) of the rows x ld matrix m, packed. */
+static void copy_cols(float *m, int64_t rows, int64_t ld, int64_t c0, int64_t cn, float *slice,
+		      int to_full)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		float *f = m + r * ld + c0, *s = slice + r * cn;
+
+		memcpy(to_full ? f : s, to_full ? s : f, (size_t)cn * sizeof(float));
+	}
+}
+
+/* The part of op i's dim that tensor rank tr holds in role r: output
+ * features (column, heads, vocab's ids), input features (row). */
+static void tensor_span(const struct graph *g, int i, enum tp_role r, int tr, int t, int64_t *lo,
+			int64_t *n)
+{
+	const struct op *op = &g->ops[i];
+	int64_t s = r == TP_VOCAB ? op->a.vocab
+		  : r == TP_ROW   ? row_len(g, i)
+				  : op->out.size[shape_dim(&op->out, DIM_C)];
+
+	tensor_part(s, tr, t, lo, n);
+}
+
+int64_t params_tensor_count(const struct graph *g, int i, enum tp_role r, int tr, int t)
+{
+	const struct op *op = &g->ops[i];
+	int64_t lo, n, cout;
+
+	if (!tp_role_splits_params(r))
+		return op->params;
+	cout = op->out.size[shape_dim(&op->out, DIM_C)];
+	tensor_span(g, i, r, tr, t, &lo, &n);
+	switch (r) {
+	case TP_ROW:
+		return cout * n + (op->a.bias ? cout : 0);
+	case TP_HEADS: /* Wq, Wk, Wv rows and Wo columns; their biases, bo whole */
+		return 4 * n * cout + (op->a.bias ? 3 * n + cout : 0);
+	case TP_VOCAB:
+		return n * cout;
+	default:
+		return params_count(g, i, n);
+	}
+}
+
+void params_tensor_slice(const struct graph *g, int i, enum tp_role r, int tr, int t,
+			 float *full, float *slice, int to_full)
+{
+	const struct op *op = &g->ops[i];
+	int64_t lo, n, c, rl = row_len(g, i);
+	float *f, *s;
+
+	if (!tp_role_splits_params(r)) {
+		memcpy(to_full ? full : slice, to_full ? slice : full,
+		       (size_t)op->params * sizeof(float));
+		return;
+	}
+	c = op->out.size[shape_dim(&op->out, DIM_C)];
+	tensor_span(g, i, r, tr, t, &lo, &n);
+	switch (r) {
+	case TP_ROW:
+		copy_cols(full, c, rl, lo, n, slice, to_full);
+		f = full + c * rl;
+		s = slice + c * n;
+		if (op->a.bias)
+			memcpy(to_full ? f : s, to_full ? s : f, (size_t)c * sizeof(float));
+		return;
+	case TP_HEADS:
+		for (int k = 0; k < 3; k++) {
+			f = full + (k * c + lo) * c;
+			s = slice + k * n * c;
+			memcpy(to_full ? f : s, to_full ? s : f, (size_t)(n * c) * sizeof(float));
+		}
+		copy_cols(full + 3 * c * c, c, c, lo, n, slice + 3 * n * c, to_full);
+		for (int k = 0; k < 4 && op->a.bias; k++) {
+			int64_t m = k < 3 ? n : c;
+
+			f = full + 4 * c * c + k * c + (k < 3 ? lo : 0);
+			s = slice + 4 * n * c + k * n;
+			memcpy(to_full ? f : s, to_full ? s : f, (size_t)m * sizeof(float));
+		}
+		return;
+	case TP_VOCAB:
+		f = full + lo * c;
+		memcpy(to_full ? f : slice, to_full ? slice : f, (size_t)(n * c) * sizeof(float));
+		return;
+	default:
+		params_slice(g, i, lo, n, full, slice, to_full);
+	}
+}

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "model/graph.h"
+#include "model/tensor.h"
 
 /* Floats of the slice of op's parameters for cn output channels. */
 int64_t params_count(const struct graph *g, int i, int64_t cn);
@@ -26,5 +27,18 @@ void params_init(const struct graph *g, int i, uint64_t seed, float *full);
  * [c_lo, c_lo + cn): to_full 0 extracts the slice, 1 writes it back. */
 void params_slice(const struct graph *g, int i, int64_t c_lo, int64_t cn, float *full,
 		  float *slice, int to_full);
+
+/* Under Megatron's tensor parallelism (model/tensor.h): the floats of
+ * tensor rank tr's slice of op i's parameters in role r over t ranks,
+ * and copies between it and the whole tensor as params_slice().  A
+ * column-parallel linear holds its output features' rows of W and b as
+ * above; a row-parallel one the columns of W for its input features and
+ * the whole b; attention split by heads the rows of Wq, Wk, Wv and their
+ * biases for its heads' channels, the columns of Wo for them and the
+ * whole bo; an embedding split by vocabulary its ids' rows of the table;
+ * every other role the whole tensor. */
+int64_t params_tensor_count(const struct graph *g, int i, enum tp_role r, int tr, int t);
+void params_tensor_slice(const struct graph *g, int i, enum tp_role r, int tr, int t,
+			 float *full, float *slice, int to_full);
 
 #endif

@@ -43,6 +43,16 @@ struct transport_ops {
 	int (*group)(struct transport *t, const int *ranks, int n, int *gid);
 	/* starts summing buf over group gid in place */
 	int (*iallreduce)(struct transport *t, int gid, float *buf, int64_t n, int *id);
+	/* ZeRO's collectives over group gid of r members, member q being
+	 * the q-th of its ranks in ascending order: reduce-scatter sums
+	 * in[0 .. r n) over the members and gives member q part q of the
+	 * sum, in[q n .. (q + 1) n), into out[0 .. n); all-gather puts
+	 * member q's in[0 .. n) at out[q n ..] of every member.  in and out
+	 * do not overlap; non-blocking as iallreduce. */
+	int (*ireduce_scatter)(struct transport *t, int gid, const float *in, float *out,
+			       int64_t n, int *id);
+	int (*iallgather)(struct transport *t, int gid, const float *in, float *out, int64_t n,
+			  int *id);
 	/* completes the send or all-reduce `id` */
 	int (*wait_one)(struct transport *t, int id);
 	/* completes every send and all-reduce started */

@@ -4,7 +4,8 @@
  * whatever order each side reaches them in), replica groups are
  * sub-communicators from MPI_Comm_split, gradients are summed with
  * MPI_Iallreduce so that a group's all-reduce overlaps the backward of the
- * ops before it.  Errors abort the job: with MPI a failed rank must take
+ * ops before it (ZeRO's with MPI_Ireduce_scatter_block and
+ * MPI_Iallgather).  Errors abort the job: with MPI a failed rank must take
  * the others down rather than leave them waiting.
  */
 #include "transport_mpi.h"
@@ -80,33 +81,43 @@ static int count_of(int64_t n, int *out)
 	return 0;
 }
 
-/* A request slot and the count of a non-blocking call of n floats. */
+/* A non-blocking call of n floats: start() locks the state and takes a
+ * request slot and the count (unlocking on failure), started() unlocks
+ * once the call rc is made and names it if it failed. */
 static int start(struct transport *t, int64_t n, MPI_Request **r, int *cnt, int *id)
 {
+	struct mpi_state *s = t->state;
 	int dummy;
 
-	if (!(*r = new_req(t->state, id ? id : &dummy)))
+	pthread_mutex_lock(&s->lock);
+	if (!(*r = new_req(s, id ? id : &dummy))) {
+		pthread_mutex_unlock(&s->lock);
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
-	return count_of(n, cnt);
+	}
+	if (count_of(n, cnt)) {
+		pthread_mutex_unlock(&s->lock);
+		return AP_EFAIL;
+	}
+	return AP_OK;
+}
+
+static int started(struct transport *t, int rc, const char *call)
+{
+	struct mpi_state *s = t->state;
+
+	pthread_mutex_unlock(&s->lock);
+	return mpi_status(rc, call);
 }
 
 static int mpi_isend(struct transport *t, const float *buf, int64_t n, int dst, int tag,
 		     int *id)
 {
 	MPI_Request *r;
-	int cnt = 0;
+	int cnt;
 
-	struct mpi_state *s = t->state;
-	int rc;
-
-	pthread_mutex_lock(&s->lock);
-	if (start(t, n, &r, &cnt, id)) {
-		pthread_mutex_unlock(&s->lock);
+	if (start(t, n, &r, &cnt, id))
 		return AP_EFAIL;
-	}
-	rc = MPI_Isend(buf, cnt, MPI_FLOAT, dst, tag, MPI_COMM_WORLD, r);
-	pthread_mutex_unlock(&s->lock);
-	return mpi_status(rc, "MPI_Isend");
+	return started(t, MPI_Isend(buf, cnt, MPI_FLOAT, dst, tag, MPI_COMM_WORLD, r), "MPI_Isend");
 }
 
 static int mpi_recv(struct transport *t, float *buf, int64_t n, int src, int tag)
@@ -143,18 +154,40 @@ static int mpi_iallreduce(struct transport *t, int gid, float *buf, int64_t n, i
 {
 	struct mpi_state *s = t->state;
 	MPI_Request *r;
-	int cnt = 0;
+	int cnt;
 
-	int rc;
-
-	pthread_mutex_lock(&s->lock);
-	if (start(t, n, &r, &cnt, id)) {
-		pthread_mutex_unlock(&s->lock);
+	if (start(t, n, &r, &cnt, id))
 		return AP_EFAIL;
-	}
-	rc = MPI_Iallreduce(MPI_IN_PLACE, buf, cnt, MPI_FLOAT, MPI_SUM, s->comm[gid], r);
-	pthread_mutex_unlock(&s->lock);
-	return mpi_status(rc, "MPI_Iallreduce");
+	return started(t,
+		       MPI_Iallreduce(MPI_IN_PLACE, buf, cnt, MPI_FLOAT, MPI_SUM, s->comm[gid], r),
+		       "MPI_Iallreduce");
+}
+
+static int mpi_ireduce_scatter(struct transport *t, int gid, const float *in, float *out,
+			       int64_t n, int *id)
+{
+	struct mpi_state *s = t->state;
+	MPI_Request *r;
+	int cnt;
+
+	if (start(t, n, &r, &cnt, id))
+		return AP_EFAIL;
+	return started(t,
+		       MPI_Ireduce_scatter_block(in, out, cnt, MPI_FLOAT, MPI_SUM, s->comm[gid], r),
+		       "MPI_Ireduce_scatter_block");
+}
+
+static int mpi_iallgather(struct transport *t, int gid, const float *in, float *out, int64_t n,
+			  int *id)
+{
+	struct mpi_state *s = t->state;
+	MPI_Request *r;
+	int cnt;
+
+	if (start(t, n, &r, &cnt, id))
+		return AP_EFAIL;
+	return started(t, MPI_Iallgather(in, cnt, MPI_FLOAT, out, cnt, MPI_FLOAT, s->comm[gid], r),
+		       "MPI_Iallgather");
 }
 
 static int mpi_wait_one(struct transport *t, int id)
@@ -249,6 +282,8 @@ static const struct transport_ops mpi_ops = {
 	.recv = mpi_recv,
 	.group = mpi_group,
 	.iallreduce = mpi_iallreduce,
+	.ireduce_scatter = mpi_ireduce_scatter,
+	.iallgather = mpi_iallgather,
 	.wait_one = mpi_wait_one,
 	.wait = mpi_wait,
 	.progress = mpi_progress,

@@ -3,7 +3,8 @@
  * communicator comes from an ncclUniqueId that rank 0 makes and sends to
  * every rank through the MPI transport; each replica group is an
  * ncclCommSplit of it (collective over all ranks, as groups are).
- * Gradient all-reduces run on a stream of their own: the stream first
+ * Gradient all-reduces (and ZeRO's reduce-scatters and all-gathers) run
+ * on a stream of their own: the stream first
  * waits for what the compute stream has queued so far (the gradient is
  * complete), and completing one (wait_one, wait) makes the compute stream
  * wait for its event, so the host never blocks and the all-reduce
@@ -249,24 +250,64 @@ static int new_slot(struct nccl_state *s, int *q)
 	return AP_OK;
 }
 
+/* A collective on the all-reduces' stream: begin() gives it an event
+ * slot and makes the stream wait for what the compute stream has queued
+ * so far (the gradient is complete); end() records its completion. */
+static int begin(struct nccl_state *s, int *q, int *id)
+{
+	if (id)
+		*id = -1;
+	if (new_slot(s, q))
+		return AP_EFAIL;
+	CUDA_CHECK(cudaEventRecord(s->ev[*q], cuda_ctx.stream));
+	CUDA_CHECK(cudaStreamWaitEvent(s->stream, s->ev[*q], 0));
+	return AP_OK;
+}
+
+static int end(struct nccl_state *s, int q, int *id)
+{
+	CUDA_CHECK(cudaEventRecord(s->ev[q], s->stream));
+	if (id)
+		*id = -(q + 2);
+	return AP_OK;
+}
+
 static int nccl_iallreduce(struct transport *t, int gid, float *buf, int64_t n, int *id)
 {
 	struct nccl_state *s = (struct nccl_state *)t->state;
 	int q;
 
-	if (id)
-		*id = -1;
-	if (new_slot(s, &q))
+	if (begin(s, &q, id))
 		return AP_EFAIL;
-	/* the gradient is complete once the compute stream's work so far
-	 * has run */
-	CUDA_CHECK(cudaEventRecord(s->ev[q], cuda_ctx.stream));
-	CUDA_CHECK(cudaStreamWaitEvent(s->stream, s->ev[q], 0));
 	NCCL_CHECK(ncclAllReduce(buf, buf, (size_t)n, ncclFloat, ncclSum, s->comm[gid], s->stream));
-	CUDA_CHECK(cudaEventRecord(s->ev[q], s->stream));
-	if (id)
-		*id = -(q + 2);
-	return AP_OK;
+	return end(s, q, id);
+}
+
+/* ZeRO's: a communicator from ncclCommSplit keyed by the world rank
+ * numbers its members in ascending order, as transport.h asks */
+static int nccl_ireduce_scatter(struct transport *t, int gid, const float *in, float *out,
+				int64_t n, int *id)
+{
+	struct nccl_state *s = (struct nccl_state *)t->state;
+	int q;
+
+	if (begin(s, &q, id))
+		return AP_EFAIL;
+	NCCL_CHECK(ncclReduceScatter(in, out, (size_t)n, ncclFloat, ncclSum, s->comm[gid],
+				     s->stream));
+	return end(s, q, id);
+}
+
+static int nccl_iallgather(struct transport *t, int gid, const float *in, float *out,
+			   int64_t n, int *id)
+{
+	struct nccl_state *s = (struct nccl_state *)t->state;
+	int q;
+
+	if (begin(s, &q, id))
+		return AP_EFAIL;
+	NCCL_CHECK(ncclAllGather(in, out, (size_t)n, ncclFloat, s->comm[gid], s->stream));
+	return end(s, q, id);
 }
 
 /* the compute stream continues once event slot q is done */
@@ -569,6 +610,7 @@ static int nccl_order(struct transport *t, const struct xorder *o)
 
 static const struct transport_ops nccl_ops = {
 	"nccl",          nccl_isend, nccl_recv,    nccl_group, nccl_iallreduce,
+	nccl_ireduce_scatter,        nccl_iallgather,
 	nccl_wait_one,   nccl_wait,  nccl_progress, nccl_sum,  nccl_max,
 	nccl_barrier,    nccl_abort, nccl_release, nccl_order,
 };

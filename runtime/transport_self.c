@@ -36,6 +36,15 @@ static int self_iallreduce(struct transport *t, int gid, float *buf, int64_t n, 
 	return 0;
 }
 
+/* ZeRO's collectives have no group of one to run over: the executor
+ * keeps such a shard's optimizer state whole */
+static int self_zero(struct transport *t, int gid, const float *in, float *out, int64_t n,
+		     int *id)
+{
+	(void)t, (void)in, (void)out, (void)n, (void)id;
+	return ap_err(AP_EFAIL, NULL, 0, "transport 'self': no group %d to share parts over", gid);
+}
+
 static int self_wait_one(struct transport *t, int id)
 {
 	(void)t, (void)id;
@@ -71,6 +80,8 @@ static const struct transport_ops self_ops = {
 	.recv = self_recv,
 	.group = self_group,
 	.iallreduce = self_iallreduce,
+	.ireduce_scatter = self_zero,
+	.iallgather = self_zero,
 	.wait_one = self_wait_one,
 	.wait = self_nop,
 	.progress = self_nop,

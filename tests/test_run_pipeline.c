@@ -89,15 +89,10 @@ static void set_recompute(const char *path, const char *model, int stage)
 	struct graph g;
 	struct plan p;
 
-	graph_init(&g);
-	plan_init(&p);
-	assert_int_equal(model_load(model, 8, &g), 0);
-	assert_int_equal(plan_read(path, &g, &p), 0);
+	rt_plan_open(model, path, &g, &p);
 	for (int i = 0; i < g.nops; i++)
 		p.ops[i].recompute |= stage < 0 || p.ops[i].stage == stage;
-	assert_int_equal(plan_write(&p, &g, path), 0);
-	plan_release(&p);
-	graph_release(&g);
+	rt_plan_close(&g, &p, path);
 }
 
 /* Activation recomputation trains exactly as without: every op, or one

@@ -41,6 +41,20 @@ const char *tp_role_name(enum tp_role r);
  * needs the whole one, or inputs of different tensor degrees. */
 int tensor_roles(const struct graph *g, const int *tensor, enum tp_role *role, int *bad,
 		 char *why, size_t len);
+/* Tensor rank tr's part of s things (features, heads' channels, the
+ * vocabulary) split t ways: [tr s / t, (tr + 1) s / t) from *lo, *n of
+ * them; all of them for t <= 1.  The runtime cuts every split so. */
+static inline void tensor_part(int64_t s, int tr, int t, int64_t *lo, int64_t *n)
+{
+	if (t <= 1) {
+		*lo = 0;
+		*n = s;
+		return;
+	}
+	*lo = tr * s / t;
+	*n = (tr + 1) * s / t - *lo;
+}
+
 /* Whether role r leaves the op's parameters split over the group
  * (column, row, heads, vocab) rather than whole on every member. */
 int tp_role_splits_params(enum tp_role r);
