@@ -21,8 +21,14 @@
  * and ranks every candidate by the simulator (sim.h, whose symmetric
  * pipeline simulation prices a candidate in about a millisecond at 3,072
  * GPUs); candidates whose parameter state cannot fit are dropped before
- * they are built, and a recomputation or ZeRO stage is tried only when
- * the cheaper ones overflow (both only add time or equal it).  Its
+ * they are built; a recomputation is tried only when the cheaper ones
+ * overflow (it only adds time).  With data parallelism it takes ZeRO-1,
+ * which moves the bytes an all-reduce moves, updates 1/d of the weights
+ * and keeps 1/d of their state, so no ZeRO is never faster.  The zero
+ * option fixes the stage: zero=0 as the paper's 2021 code, which had no
+ * distributed optimizer; zero=3 (a gather and a scatter every micro-
+ * batch), whose many more fitting configurations at thousands of GPUs
+ * the default search leaves out.  Its
  * estimate is the simulator's prediction of the plan it emits.
  */
 #include <math.h>
@@ -51,6 +57,8 @@ static const struct planner_option megatron_options[] = {
 	{ "microbatch", POPT_INT, "0", NULL, "micro-batch size b (0: search 1, 2, 4, 8)" },
 	{ "recompute", POPT_CHOICE, "auto", "auto|none|selective|full",
 	  "auto: the cheapest that fits" },
+	{ "zero", POPT_CHOICE, "auto", "auto|0|1|3",
+	  "ZeRO stage; auto: 1 (with data parallelism)" },
 	{ NULL, 0, NULL, NULL, NULL },
 };
 
@@ -236,9 +244,14 @@ static int search(struct mctx *x)
 	const struct graph *g = in->g;
 	int N = cluster_ndevices(in->c), sp_too = planner_flag(in, "sp");
 	const char *want = planner_choice(in, "schedule"), *rcw = planner_choice(in, "recompute");
-	int rc_lo = 0, rc_hi = 2;
+	int rc_lo = 0, rc_hi = 2, zs[1] = { 1 }, nz_auto = 1;
+	const char *zw = planner_choice(in, "zero");
 	double deadline = now_s() + in->budget_s;
 
+	if (strcmp(zw, "auto")) {
+		zs[0] = atoi(zw);
+		nz_auto = 1;
+	}
 	if (strcmp(rcw, "auto"))
 		rc_lo = rc_hi = !strcmp(rcw, "none") ? 0 : !strcmp(rcw, "selective") ? 1 : 2;
 	for (int t = 1; t <= in->c->per_node && t <= N; t *= 2) {
@@ -254,10 +267,13 @@ static int search(struct mctx *x)
 			/* all the devices where the batch splits over them, as
 			 * the paper; else the most it splits over */
 			int D = (int)largest_divisor(g->batch, N / (t * p));
-			struct cand least = { .t = t, .p = p, .d = D, .v = 1, .zero = D > 1 };
+			struct cand least = { .t = t, .p = p, .d = D, .v = 1, .zero = D > 1 ? 3 : 0 };
 
 			if (!fixed(in, "pipeline", p) || x->L % p || !weights_fit(x, &least))
 				continue;
+			/* ZeRO shards over data parallelism: none without it */
+			int nz = D > 1 ? nz_auto : 1, z0 = D > 1 ? -1 : 0;
+
 			for (int b = 1; (g->batch / D) % b == 0 && b <= g->batch / D; b *= 2) {
 				int m = (int)(g->batch / D / b);
 
@@ -276,12 +292,13 @@ static int search(struct mctx *x)
 						for (int sp = 0; sp <= (sp_too && t > 1); sp++) {
 							int done = 0;
 
-							/* cheaper first: a costlier setting only
-							 * when the cheaper overflow */
-							for (int rc = rc_lo; rc <= rc_hi && !done; rc++)
-								for (int z = 0; z <= (D > 1) && !done; z++) {
+							/* recomputation: a costlier setting
+							 * only when the cheaper overflow */
+							for (int zi = 0; zi < nz && !done; zi++)
+								for (int rc = rc_lo; rc <= rc_hi && !done; rc++) {
 									struct cand c = { t, p, D, v, b, costlier[rc],
-											  z, sp, ks[ki] };
+											  z0 >= 0 ? z0 : zs[zi], sp,
+											  ks[ki] };
 									int r = try(x, &c);
 
 									if (r < 0)

@@ -56,7 +56,7 @@ struct planner_option {
 	const char *help;    /* one line */
 };
 
-#define PLANNER_MAX_OPTIONS 8
+#define PLANNER_MAX_OPTIONS 10
 #define PLANNER_OPT_LEN 32
 
 /* Option values by name, as text; the driver completes them with the
