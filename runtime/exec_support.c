@@ -225,6 +225,12 @@ int exec_supported(const struct graph *g, const struct plan *p, const struct bac
 				      "stages of different micro-batch sizes are not executable "
 				      "by the runtime yet", p->stages[s].id,
 				      plan_stage_microbatches(p, s), p->microbatches);
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].a.dropout > 0)
+			return ap_err(AP_EINPUT, path, 0,
+				      "attention '%s' drops attention weights (dropout=%g): not "
+				      "executable by the runtime yet",
+				      g->ops[i].name, g->ops[i].a.dropout);
 	for (int i = 0; i < g->nops; i++) {
 		const struct op *op = &g->ops[i];
 		int d;

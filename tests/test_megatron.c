@@ -13,6 +13,7 @@
 #include "driver.h"
 #include "planner.h"
 #include "cost/transformer.h"
+#include "model/model_io.h"
 #include "model/tensor.h"
 #include "plan/plan_io.h"
 #include "plan/sched.h"
@@ -83,6 +84,18 @@ static void test_korthikanti(void **state)
 			}
 	free(role);
 	free(tens);
+	{
+		/* the attention dropout survives writing the model */
+		char *text = NULL;
+		size_t n = 0;
+		FILE *f = open_memstream(&text, &n);
+
+		assert_non_null(f);
+		assert_int_equal(model_write(g, f), AP_OK);
+		fclose(f);
+		assert_non_null(strstr(text, "dropout=0.1"));
+		free(text);
+	}
 	instance_release(&x);
 }
 

@@ -19,14 +19,6 @@ static int data_input(const struct op *op)
 	return op->nin > 0 ? op->in[0] : -1;
 }
 
-static int has_dropout(const struct graph *g)
-{
-	for (int i = 0; i < g->nops; i++)
-		if (g->ops[i].kind == OP_DROPOUT)
-			return 1;
-	return 0;
-}
-
 /* The degree vector of a shard: n over the replicas, and the tensor
  * split along the dim its role splits (c for the split roles, l for whole
  * ones under sequence parallelism). */
@@ -107,7 +99,7 @@ int64_t cost_saved_bytes(const struct graph *g, int i, const struct tp_op *o, in
 
 		b = in * e / seq + 4 * out * e / t;
 		if (o->recompute != 2)
-			b += (has_dropout(g) ? 2 * e + 1 : e) * sc / t;
+			b += (op->a.dropout > 0 ? 2 * e + 1 : e) * sc / t;
 		break;
 	}
 	case OP_LINEAR:

@@ -35,7 +35,7 @@ int cost_tp_op(const struct profile *p, const struct graph *g, int i, const stru
 /* Bytes op i keeps from its forward to its backward, Korthikanti et al.
  * (MLSys 2023), section 4: a layernorm its input, attention its input,
  * q, k, v and context and 5 a s^2 per sample of scores (softmax output,
- * dropout mask and output; 2 a s^2 without dropout in the model), a
+ * attention dropout's mask and output; 2 a s^2 without dropout=), a
  * linear its input, GeLU its input, dropout its 1-byte mask, the vocab-
  * parallel loss its float32 logits; a residual add nothing.  Split by t
  * where the role splits it and, under sequence parallelism, the rest as

@@ -179,15 +179,18 @@ void roofline_cost_at(const struct device_spec *dev, const struct graph *g, int 
 		/* The score matrices, heads x s^2 a sample, pass through DRAM
 		 * between the kernels of an unfused attention: the scores
 		 * GEMM writes them, the softmax reads and writes them, the
-		 * context GEMM reads them (4 passes), their backward twice
-		 * that.  Memory-bound kernels of their own, they add to the
-		 * GEMMs' time rather than overlap it. */
+		 * context GEMM reads them (4 passes); attention dropout reads
+		 * and writes them again and writes a 1-byte mask; their
+		 * backward twice that.  Memory-bound kernels of their own,
+		 * they add to the GEMMs' time rather than overlap it. */
 		double s = (double)shape_size(&op->out, DIM_L);
-		double scores = (double)op->a.heads * s * s * (double)shape_size(&op->out, DIM_N) /
-				shards * BYTES_PER_ELEM * esc;
+		double elems = (double)op->a.heads * s * s * (double)shape_size(&op->out, DIM_N) /
+			       shards;
+		double passes = elems * BYTES_PER_ELEM * esc * (op->a.dropout > 0 ? 6 : 4) +
+			       (op->a.dropout > 0 ? elems : 0);
 
-		out->fwd_us += 1e6 * 4 * scores / bw;
-		out->bwd_us += 1e6 * 8 * scores / bw;
+		out->fwd_us += 1e6 * passes / bw;
+		out->bwd_us += 1e6 * 2 * passes / bw;
 	}
 }
 

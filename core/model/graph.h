@@ -80,6 +80,7 @@ struct op_attrs {
 	enum dim_kind axis;   /* dim= (concat, split, softmax) */
 	int parts, index;     /* parts=, index= (split) */
 	double p;             /* p= (dropout) */
+	double dropout;       /* dropout= (attention: of its weights; 0 none) */
 	int trans_b;          /* trans_b=0|1 (matmul) */
 	int tie;              /* tie=OPNAME: shares that op's weight (-1 none) */
 	struct shape target;  /* input shape; reshape target (n implicit) */

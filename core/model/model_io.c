@@ -49,6 +49,7 @@ static const struct key keys[] = {
 	{ "vocab", K_I64, A(vocab), 0, KB(OP_EMBEDDING) },
 	{ "heads", K_INT, A(heads), 0, KB(OP_ATTENTION) },
 	{ "causal", K_BOOL, A(causal), 0, KB(OP_ATTENTION) },
+	{ "dropout", K_DBL, A(dropout), 0, KB(OP_ATTENTION) },
 	{ "bidir", K_BOOL, A(bidir), 0, KB(OP_LSTM) },
 	{ "dim", K_DIM, A(axis), 0, KB(OP_CONCAT) | KB(OP_SPLIT) | KB(OP_SOFTMAX) },
 	{ "parts", K_INT, A(parts), 0, KB(OP_SPLIT) },
@@ -288,7 +289,7 @@ static int set_attr(struct reader *r, struct op *op, const char *key, const char
 					   val, "");
 			return 0;
 		case K_DBL:
-			if (parse_double(val, &op->a.p))
+			if (parse_double(val, (double *)(base + k->off)))
 				return bad(r, "%s= must be a number, not '%s'", key, val);
 			return 0;
 		case K_DIM:
@@ -758,6 +759,8 @@ static void write_attrs(FILE *f, const struct graph *g, const struct op *op)
 		fprintf(f, " heads=%d", a->heads);
 	if (a->causal)
 		fprintf(f, " causal=1");
+	if (a->dropout > 0)
+		fprintf(f, " dropout=%g", a->dropout);
 	if (a->bidir)
 		fprintf(f, " bidir=1");
 	if (a->axis != NDIMS)

@@ -373,6 +373,8 @@ static int infer_attention(const struct graph *g, struct op *op, char *why, size
 	if (op->a.heads <= 0 || c % op->a.heads)
 		return fail(why, len, "heads= of attention '%s' must divide its features",
 			    op->name);
+	if (op->a.dropout < 0 || op->a.dropout >= 1)
+		return fail(why, len, "attention '%s' needs 0 <= dropout < 1", op->name);
 	op->out = *q;
 	op->params = sat_add(SAT_PROD(4, c, c), op->a.bias ? 4 * c : 0);
 	/* q and output projections over lq tokens, k and v over lk; then
@@ -641,8 +643,9 @@ int graph_op_signature(const struct graph *g, int i, const int degree[NDIMS],
 		break;
 	case OP_ATTENTION:
 		if (n < len)
-			n += (size_t)snprintf(buf + n, len - n, ":h%d,causal%d",
-					      a->heads / degree[DIM_C], a->causal);
+			n += (size_t)snprintf(buf + n, len - n, ":h%d,causal%d%s",
+					      a->heads / degree[DIM_C], a->causal,
+					      a->dropout > 0 ? ",dropout" : "");
 		break;
 	case OP_LSTM:
 		if (n < len)
