@@ -126,8 +126,21 @@ static int list_line(struct matrix *m, struct block *b, char **w, int nw,
 				b->clusters[b->nc++] = s;
 		} else if (!strcmp(key, "planners")) {
 			if (!strcmp(w[i], "all")) {
-				for (int k = 0; k < nplanners; k++)
-					b->planners[b->np++] = (char *)planners[k]->name;
+				/* each on the footing of the others */
+				for (int k = 0; k < nplanners; k++) {
+					char *s = (char *)planners[k]->name;
+
+					if (planners[k]->same_footing) {
+						char spec[PLAN_NAME_LEN];
+
+						snprintf(spec, sizeof spec, "%s:%s", s,
+							 planners[k]->same_footing);
+						s = keep(m, spec);
+						if (!s)
+							return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+					}
+					b->planners[b->np++] = s;
+				}
 				continue;
 			}
 			const struct planner *pl;

@@ -48,6 +48,7 @@
 
 static const struct planner_option megatron_options[] = {
 	{ "precision", POPT_CHOICE, "mixed", "mixed|fp32", "training precision" },
+	{ "optimizer", POPT_CHOICE, "adam", "adam|sgd", "the optimizer the plan trains with" },
 	{ "sp", POPT_FLAG, NULL, NULL, "also try sequence parallelism (Korthikanti et al. 2023)" },
 	{ "schedule", POPT_CHOICE, "ptd-p", "ptd-p|1f1b|interleaved-1f1b|zb-h1|all",
 	  "ptd-p: 1f1b and interleaved-1f1b, as the paper; all: zb-h1 too" },
@@ -74,6 +75,7 @@ struct mctx {
 	int *tensor;      /* scratch for tensor_roles() */
 	enum tp_role *role;
 	enum precision prec;
+	enum optimizer opt;
 	struct sim s;
 	struct plan cur, best;
 	double best_s;
@@ -148,7 +150,7 @@ static int build(struct mctx *x, const struct cand *c, struct plan *out)
 	out->zero = c->zero;
 	out->seq_parallel = c->sp;
 	out->has_optimizer = 1;
-	out->optimizer = OPTIMIZER_ADAM;
+	out->optimizer = x->opt;
 	return st;
 }
 
@@ -174,14 +176,14 @@ static int weights_fit(const struct mctx *x, const struct cand *c)
 	for (int q = 0; q < c->p; q++)
 		worst = group[q] > worst ? group[q] : worst;
 	free(group);
-	return worst * cost_param_state_bytes(x->prec, OPTIMIZER_ADAM, c->zero, D) <= cap;
+	return worst * cost_param_state_bytes(x->prec, x->opt, c->zero, D) <= cap;
 }
 
 /* Simulates candidate c; 1 when it fits memory, 0 when not, < 0 an
  * error.  The fastest that fits is kept in x->best. */
 static int try(struct mctx *x, const struct cand *c)
 {
-	static const struct sim_opts lean = { .optimizer = OPTIMIZER_ADAM, .lean = 1 };
+	static const struct sim_opts lean = { .lean = 1 };
 	struct sim_result r;
 	int st;
 
@@ -332,7 +334,8 @@ static int plan_megatron(const struct planner_input *input, struct plan *out)
 		goto out;
 	}
 	find_layers(&x);
-	if (precision_parse(prec, &x.prec)) {
+	if (optimizer_parse(planner_choice(input, "optimizer"), &x.opt) ||
+	    precision_parse(prec, &x.prec)) {
 		st = ap_err(AP_EINPUT, "--precision", 0, "megatron: unknown precision '%s'", prec);
 		goto out;
 	}
@@ -376,4 +379,7 @@ const struct planner planner_megatron = {
 	.options = megatron_options,
 	.may_refuse = 1,
 	.estimate = PLANNER_EST_SIM,
+	/* large models train in mixed precision with Adam; the zoo's cells
+	 * compare in float32 with SGD */
+	.same_footing = "precision=fp32,optimizer=sgd",
 };

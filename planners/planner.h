@@ -120,6 +120,11 @@ struct planner {
 	 * instance for its size or its budget, and what its estimate is. */
 	int may_refuse;
 	enum planner_estimate estimate;
+	/* Options under which its plans compare with the other planners'
+	 * (the zoo's float32 and SGD with momentum), where its defaults
+	 * differ: a benchmark matrix's `planners all` runs it with them
+	 * (bench/matrix.c).  NULL: its defaults. */
+	const char *same_footing;
 };
 
 /* The registry (registry.c): every planner, in the order `autopar
