@@ -43,6 +43,16 @@ static void test_expand(void **state)
 	assert_int_equal(m.cells[48].seed, 1);
 	assert_true(m.cells[48].budget_s == 10);
 	assert_string_equal(m.cells[48].planner, planners[0]->name);
+	/* `all` runs each planner on the others' footing */
+	for (int k = 0; k < nplanners; k++) {
+		char want[PLAN_NAME_LEN];
+
+		snprintf(want, sizeof want, "%s%s%s", planners[k]->name,
+			 planners[k]->same_footing ? ":" : "",
+			 planners[k]->same_footing ? planners[k]->same_footing : "");
+		assert_string_equal(m.cells[48 + k].planner, want);
+	}
+	assert_non_null(planner_find("megatron")->same_footing);
 	matrix_release(&m);
 }
 
