@@ -19,6 +19,26 @@
 #include "plan/plan_io.h"
 #include "plan/plan_check.h"
 
+/* A plan against the model, cluster and profile it names, each of which
+ * -m, -c and -p override, loaded as `sim` and `run` load it. */
+static int check_plan(const char *planf, const char *model, const char *cspec, const char *prof,
+		      long long batch)
+{
+	struct plan_inputs in;
+	int rc;
+
+	if (batch)
+		return ap_err(AP_EINPUT, "-b", 0, "a plan fixes its batch (%s)", planf);
+	plan_inputs_init(&in);
+	in.path = planf;
+	rc = load_plan_inputs(&in, model, cspec, prof, 0);
+	if (!rc)
+		printf("plan '%s': model '%s', cluster '%s', %d stages, %s: ok\n", planf,
+		       in.g.name, in.c.name, in.pl.nstages, sched_name(in.pl.sched));
+	plan_inputs_release(&in);
+	return rc;
+}
+
 static int run(int argc, char **argv)
 {
 	const char *model = NULL, *cspec = NULL, *prof = NULL, *planf = NULL;
@@ -27,7 +47,6 @@ static int run(int argc, char **argv)
 	struct graph g;
 	struct cluster cl;
 	struct profile p;
-	struct plan pl;
 	int rc, npos, have_g = 0;
 	const struct opt opts[] = {
 		{ "-m", "--model", OPT_STR, &model },
@@ -43,9 +62,8 @@ static int run(int argc, char **argv)
 	if (!model && !cspec && !prof && !planf)
 		return ap_err(AP_EINPUT, "check", 0,
 			      "nothing to check (give -m, -c, -p or a plan)");
-	if (planf && (!model || !cspec))
-		return ap_err(AP_EINPUT, planf, 0,
-			      "checking a plan needs its model (-m) and cluster (-c)");
+	if (planf)
+		return check_plan(planf, model, cspec, prof, batch);
 	if (model) {
 		rc = model_load(model, batch, &g);
 		if (rc)
@@ -70,16 +88,6 @@ static int run(int argc, char **argv)
 		if (rc)
 			goto out;
 	}
-	if (planf) {
-		plan_init(&pl);
-		rc = plan_read(planf, &g, &pl);
-		if (!rc)
-			rc = plan_validate(&pl, &g, &cl, planf);
-		if (!rc)
-			printf("plan '%s': %d stages, %s: ok\n", planf, pl.nstages,
-			       sched_name(pl.sched));
-		plan_release(&pl);
-	}
 out:
 	if (have_g)
 		graph_release(&g);
@@ -99,6 +107,8 @@ const struct command cmd_check = {
 		 "                    such as 4x4:v100,intra=12GB/s,inter=10Gb/s; piper:\n"
 		 "                    the machine of the Piper input -m names\n"
 		 "  -p, --profile P   profile directory (a name under profiles/ or a path)\n"
-		 "  PLAN.json         a plan, validated against -m and -c\n",
+		 "  PLAN.json         a plan, validated against the model, cluster and\n"
+		 "                    profile it names (or -m, -c and -p), as sim and\n"
+		 "                    run load it\n",
 	.run = run,
 };

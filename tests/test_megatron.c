@@ -287,6 +287,10 @@ static void test_choice_and_json(void **state)
 		assert_int_equal(plan_op_tensor(&q, i), plan_op_tensor(&p, i));
 		assert_int_equal(q.ops[i].recompute, p.ops[i].recompute);
 	}
+	/* check and sim find the model and cluster the plan names */
+	snprintf(args, sizeof args, "check '%s'", path);
+	assert_int_equal(test_autopar(args, 1, out, sizeof out), 0);
+	assert_non_null(strstr(out, ": ok"));
 	snprintf(args, sizeof args, "sim '%s' --timeline '%s/t.tsv'", path, tmp_dir());
 	assert_int_equal(test_autopar(args, 1, out, sizeof out), 0);
 	snprintf(path, sizeof path, "%s/t.tsv", tmp_dir());
