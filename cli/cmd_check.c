@@ -81,6 +81,10 @@ static int run(int argc, char **argv)
 	}
 	if (prof) {
 		profile_init(&p);
+		if (!*prof) {
+			rc = load_profile(prof, NULL, &p, path, sizeof path);
+			goto out;
+		}
 		rc = profile_load(profile_dir(path, sizeof path, prof), &p);
 		if (!rc)
 			printf("profile '%s': %d rows on %s: ok\n", path, p.nrows, p.dev.name);

@@ -438,11 +438,12 @@ static int run(int argc, char **argv)
 	st = args_parse("run", argc, argv, opts, &in.path, 1, &npos);
 	if (!st && npos != 1)
 		st = ap_err(AP_EINPUT, "run", 0, "expected one plan file (see autopar help run)");
-	if (!st && lr_s && (o.lr = strtof(lr_s, &end), *end || !(o.lr > 0)))
-		st = ap_err(AP_EINPUT, "--lr", 0, "expected a positive number, got '%s'", lr_s);
-	if (!st && tol_s && (tol = strtod(tol_s, &end), *end || !(tol > 0)))
-		st = ap_err(AP_EINPUT, "--tolerance", 0, "expected a positive number, got '%s'",
-			    tol_s);
+	if (!st && lr_s && (o.lr = strtof(lr_s, &end), *end || !(o.lr > 0) || !isfinite(o.lr)))
+		st = ap_err(AP_EINPUT, "--lr", 0, "expected a positive finite number, got '%s'",
+			    lr_s);
+	if (!st && tol_s && (tol = strtod(tol_s, &end), *end || !(tol > 0) || !isfinite(tol)))
+		st = ap_err(AP_EINPUT, "--tolerance", 0,
+			    "expected a positive finite number, got '%s'", tol_s);
 	if (!st && dump && !*dump)
 		st = ap_err(AP_EINPUT, "--dump", 0, "expected a file name");
 	if (!st)

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 		return usage(stderr);
 	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0) {
-		if (argc < 3)
+		if (argc < 3 || strcmp(argv[2], "help") == 0)
 			return usage(stdout);
 		c = lookup(argv[2]);
 		if (!c) {

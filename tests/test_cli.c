@@ -75,6 +75,10 @@ static const struct {
 	{ NULL, NULL, NULL, NULL, "check", "check: ", "nothing to check" },
 	/* cluster specs */
 	{ NULL, NULL, NULL, NULL, "check -c 4x4:nosuchgpu", "", "nosuchgpu" },
+	/* empty names and zero bandwidths say so */
+	{ NULL, NULL, NULL, NULL, "check -m ''", "-m: ", "got an empty string" },
+	{ NULL, NULL, NULL, NULL, "check -p ''", "-p: ", "got an empty string" },
+	{ NULL, NULL, NULL, NULL, "check -c 2x2:v100,intra=0GB/s", "", "positive bandwidth" },
 	{ NULL, NULL, NULL, NULL, "check -c 4x:v100", "", "4x:v100" },
 	{ NULL, NULL, NULL, NULL, "check -c 2x2:v100,intra=12GX/s", "", "12GX/s" },
 	{ NULL, NULL, NULL, NULL, "check -c 2x2:v100,inter=-5Gb/s", "", "-5Gb/s" },
@@ -126,6 +130,8 @@ static const struct {
 	{ NULL, NULL, NULL, NULL, "run x.json --inject-fault 1:2:melt", "--inject-fault: ",
 	  "RANK:STEP" },
 	{ NULL, NULL, NULL, NULL, "run x.json --lr 0", "--lr: ", "positive" },
+	{ NULL, NULL, NULL, NULL, "run x.json --lr inf", "--lr: ", "finite" },
+	{ NULL, NULL, NULL, NULL, "run x.json --tolerance inf", "--tolerance: ", "finite" },
 	{ NULL, NULL, NULL, NULL, "run x.json --warmup -3", "--warmup: ",
 	  "expected a non-negative integer, got '-3'" },
 	{ "r.csv", "a,b\n", NULL, NULL, "run x.json -o %D/r.csv", "%D/r.csv:1: ",
@@ -244,6 +250,7 @@ static void test_good_input(void **state)
 	assert_int_equal(run("clusters --csv", err, sizeof err), 0);
 	assert_int_equal(run("version", err, sizeof err), 0);
 	assert_int_equal(run("help models", err, sizeof err), 0);
+	assert_int_equal(run("help help", err, sizeof err), 0);
 }
 
 int main(void)

@@ -508,7 +508,7 @@ static void test_bad_cluster_rows(void **state)
 		{ "x,4,2.5,v100,12GB/s,5us,10Gb/s,20us,v100-analytic,d\n", 3, "devices_per_node '2.5'" },
 		{ "x,4,4,v200,12GB/s,5us,10Gb/s,20us,v100-analytic,d\n", 3, "device 'v200'" },
 		{ "x,4,4,v100,12GX/s,5us,10Gb/s,20us,v100-analytic,d\n", 3,
-		  "bandwidth '12GX/s' is not a number with a unit (expected e.g. 12GB/s or 10Gb/s)" },
+		  "bandwidth '12GX/s' is not a positive bandwidth with a unit (expected e.g. 12GB/s or 10Gb/s)" },
 		{ "x,4,4,v100,12GB/s,-5us,10Gb/s,20us,v100-analytic,d\n", 3, "intra latency '-5us'" },
 		{ "x,4,4,v100,12GB/s,5us,10Gb/s,20,v100-analytic,d\n", 3, "inter latency '20'" },
 		{ "x,4,4,v100,12GB/s,5us,0Gb/s,20us,v100-analytic,d\n", 3, "inter bandwidth '0Gb/s'" },

@@ -267,7 +267,7 @@ static int parse_preset(const char *path, const struct csvio_rec *r,
 	}
 	if (parse_bandwidth(f[4], &c->intra.bw_bytes_per_s) != 0)
 		return ap_err(AP_EINPUT, path, line,
-			      "intra bandwidth '%s' is not a number with a unit (" BW_HINT ")",
+			      "intra bandwidth '%s' is not a positive bandwidth with a unit (" BW_HINT ")",
 			      f[4]);
 	if (parse_duration(f[5], &c->intra.latency_s) != 0)
 		return ap_err(AP_EINPUT, path, line,
@@ -275,7 +275,7 @@ static int parse_preset(const char *path, const struct csvio_rec *r,
 			      f[5]);
 	if (parse_bandwidth(f[6], &c->inter.bw_bytes_per_s) != 0)
 		return ap_err(AP_EINPUT, path, line,
-			      "inter bandwidth '%s' is not a number with a unit (" BW_HINT ")",
+			      "inter bandwidth '%s' is not a positive bandwidth with a unit (" BW_HINT ")",
 			      f[6]);
 	if (parse_duration(f[7], &c->inter.latency_s) != 0)
 		return ap_err(AP_EINPUT, path, line,
@@ -382,7 +382,7 @@ static int spec_option(const char *spec, char *opt, struct cluster *c,
 		if (parse_bandwidth(val, k == OPT_INTRA ? &c->intra.bw_bytes_per_s
 							: &c->inter.bw_bytes_per_s) != 0)
 			return ap_err(AP_EINPUT, NULL, 0,
-				      "cluster spec '%s': %s bandwidth '%s' is not a number with a unit (" BW_HINT ")",
+				      "cluster spec '%s': %s bandwidth '%s' is not a positive bandwidth with a unit (" BW_HINT ")",
 				      spec, opt, val);
 		break;
 	case OPT_INTRA_LAT:

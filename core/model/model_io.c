@@ -813,6 +813,9 @@ int model_load(const char *arg, int64_t batch, struct graph *g)
 	char path[4096];
 	size_t n = strlen(arg);
 
+	if (!n)
+		return ap_err(AP_EINPUT, "-m", 0,
+			      "expected a model: a zoo name (autopar models) or a file, got an empty string");
 	if (strncmp(arg, "pipedream/", 10) == 0 && !strchr(arg + 10, '/') &&
 	    (n < 4 || strcmp(arg + n - 4, ".txt"))) {
 		int rc;

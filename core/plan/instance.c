@@ -78,6 +78,9 @@ int load_profile(const char *name, const struct cluster *c, struct profile *p,
 {
 	char dir[4096];
 
+	if (name && !*name)
+		return ap_err(AP_EINPUT, "-p", 0,
+			      "expected a profile: a name under profiles/ or a directory, got an empty string");
 	snprintf(used, len, "%s", name ? name : c->profile);
 	return profile_load(profile_dir(dir, sizeof dir, used), p);
 }
