@@ -61,7 +61,8 @@ static void print_summary(const struct plan_inputs *in, const struct sim_result 
 	printf("  iteration    %.3f ms (makespan %.3f ms, critical path %.3f ms)\n",
 	       r->iter_s * 1e3, r->makespan_s * 1e3, r->critical_path_s * 1e3);
 	printf("  throughput   %.1f samples/s\n", r->samples_per_s);
-	printf("  bubble       %.1f %%\n", r->bubble * 100);
+	/* a bubble within rounding of none prints as 0.0, not -0.0 */
+	printf("  bubble       %.1f %%\n", fabs(r->bubble) < 5e-4 ? 0.0 : r->bubble * 100);
 	fmt_bytes(peak, sizeof peak, (double)r->peak_mem_bytes);
 	fmt_bytes(cap, sizeof cap, (double)r->mem_bytes);
 	fmt_bytes(w, sizeof w, (double)(m->weights + m->grads + m->opt_state + m->stash));

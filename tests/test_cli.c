@@ -77,6 +77,7 @@ static const struct {
 	{ NULL, NULL, NULL, NULL, "check -c 4x4:nosuchgpu", "", "nosuchgpu" },
 	/* empty names and zero bandwidths say so */
 	{ NULL, NULL, NULL, NULL, "check -m ''", "-m: ", "got an empty string" },
+	{ NULL, NULL, NULL, NULL, "check -m %D", "%D: ", "is a directory" },
 	{ NULL, NULL, NULL, NULL, "check -p ''", "-p: ", "got an empty string" },
 	{ NULL, NULL, NULL, NULL, "check -c 2x2:v100,intra=0GB/s", "", "positive bandwidth" },
 	{ NULL, NULL, NULL, NULL, "check -c 4x:v100", "", "4x:v100" },

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/checked.h"
 #include "util/datadir.h"
@@ -704,6 +705,11 @@ int model_read(const char *path, int64_t batch, struct graph *g)
 	const char *nul;
 	int rc;
 
+	struct stat sb;
+
+	if (!stat(path, &sb) && S_ISDIR(sb.st_mode))
+		return ap_err(AP_EINPUT, path, 0,
+			      "is a directory (expected a model file or a zoo name)");
 	if (!text)
 		return ap_err(AP_EINPUT, path, 0, "cannot read model: %s", strerror(errno));
 	nul = memchr(text, 0, len);
