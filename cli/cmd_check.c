@@ -27,11 +27,12 @@ static int check_plan(const char *planf, const char *model, const char *cspec, c
 	struct plan_inputs in;
 	int rc;
 
-	if (batch)
-		return ap_err(AP_EINPUT, "-b", 0, "a plan fixes its batch (%s)", planf);
 	plan_inputs_init(&in);
 	in.path = planf;
 	rc = load_plan_inputs(&in, model, cspec, prof, 0);
+	if (!rc && batch && batch != in.pl.batch)
+		rc = ap_err(AP_EINPUT, "-b", 0, "%lld, but the plan %s is for batch %lld", batch,
+			    planf, (long long)in.pl.batch);
 	if (!rc)
 		printf("plan '%s': model '%s', cluster '%s', %d stages, %s: ok\n", planf,
 		       in.g.name, in.c.name, in.pl.nstages, sched_name(in.pl.sched));

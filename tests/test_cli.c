@@ -116,7 +116,10 @@ static const struct {
 	  "check -m %D/t.model -c 2x2:v100 %D/pl5.json", "%D/pl5.json", "9" },
 	/* without -m and -c, the model beside the plan and its cluster */
 	{ "t.model", PLAN_MODEL, NULL, NULL, "check %D/pl5.json", "%D/pl5.json", "9" },
-	{ "t.model", PLAN_MODEL, NULL, NULL, "check -b 4 %D/pl5.json", "-b: ", "fixes its batch" },
+	{ "t.model", PLAN_MODEL, "pl6.json",
+	  PLAN_OK("\"x\": {\"stage\": 0, \"devices\": [0]}, \"fc\": {\"stage\": 0, "
+		  "\"devices\": [0]}, \"l\": {\"stage\": 0, \"devices\": [0]}"),
+	  "check -b 8 %D/pl6.json", "-b: ", "is for batch 4" },
 	/* a tied pair split across devices, named both ways */
 	{ "tie.model", TIE_MODEL, "tie.json", TIE_PLAN,
 	  "check -m %D/tie.model -c 2x2:v100 %D/tie.json", "%D/tie.json: ",
