@@ -122,10 +122,19 @@ static int ends_layer(const struct mctx *x, int i)
 	       (i + 1 >= x->in->g->nops || x->layer[i + 1] != x->layer[i]);
 }
 
+/* The stage of op i among S = p v: its layer's run of L / S layers, the
+ * ops before the layers in the first, those after in the last. */
+static int stage_of(const struct mctx *x, int i, int S)
+{
+	int l = x->layer[i];
+
+	return l < 0 ? 0 : l >= x->L ? S - 1 : l / (x->L / S);
+}
+
 static int build(struct mctx *x, const struct cand *c, struct plan *out)
 {
 	const struct graph *g = x->in->g;
-	int S = c->p * c->v, per = x->L / S, D = c->d;
+	int S = c->p * c->v, D = c->d;
 	int deg[NDIMS] = { D, 1, 1, 1, 1 };
 	int st = plan_alloc(out, g, S);
 
@@ -134,7 +143,7 @@ static int build(struct mctx *x, const struct cand *c, struct plan *out)
 	if (!st)
 		st = plan_chain(out);
 	for (int i = 0; i < g->nops && !st; i++) {
-		int l = x->layer[i], s = l < 0 ? 0 : l >= x->L ? S - 1 : l / per;
+		int l = x->layer[i], s = stage_of(x, i, S);
 
 		out->ops[i].tensor = c->t;
 		if (l >= 0 && l < x->L) {
@@ -160,19 +169,16 @@ static int build(struct mctx *x, const struct cand *c, struct plan *out)
 static int weights_fit(const struct mctx *x, const struct cand *c)
 {
 	const struct graph *g = x->in->g;
-	int S = c->p * c->v, per = x->L / S, D = c->d;
+	int S = c->p * c->v, D = c->d;
 	double cap = (double)(x->in->c->mem_bytes > 0 ? x->in->c->mem_bytes
 						      : x->in->p->dev.mem_bytes);
 	double *group = calloc((size_t)c->p, sizeof *group), worst = 0;
 
 	if (!group)
 		return 0;
-	for (int i = 0; i < g->nops; i++) {
-		int l = x->layer[i], s = l < 0 ? 0 : l >= x->L ? S - 1 : l / per;
-
-		group[s % c->p] += (double)g->ops[i].params /
-				   (tp_role_splits_params(x->role[i]) ? c->t : 1);
-	}
+	for (int i = 0; i < g->nops; i++)
+		group[stage_of(x, i, S) % c->p] += (double)g->ops[i].params /
+						   (tp_role_splits_params(x->role[i]) ? c->t : 1);
 	for (int q = 0; q < c->p; q++)
 		worst = group[q] > worst ? group[q] : worst;
 	free(group);
@@ -200,11 +206,11 @@ static int try(struct mctx *x, const struct cand *c)
 	if (!sim_fits(&r))
 		return 0;
 	x->fitted++;
-	if (r.iter_s < x->best_s && plan_validate(&x->cur, x->in->g, x->in->c, "megatron"))
-		return -1;
 	if (r.iter_s < x->best_s) {
 		struct plan tmp = x->best;
 
+		if (plan_validate(&x->cur, x->in->g, x->in->c, "megatron"))
+			return -1;
 		x->best_s = r.iter_s;
 		x->best = x->cur;
 		x->cur = tmp;
@@ -214,7 +220,8 @@ static int try(struct mctx *x, const struct cand *c)
 }
 
 
-/* An option's fixed value, or 0 to search. */
+/* Whether v is allowed by the option `name`: its value, or any where it
+ * is 0 (searched). */
 static int fixed(const struct planner_input *in, const char *name, int v)
 {
 	int f = planner_int(in, name);

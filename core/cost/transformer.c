@@ -13,6 +13,11 @@ static double per_sample(const struct graph *g, int j)
 	return (double)g->ops[j].out_bytes / BYTES_PER_ELEM / (double)g->batch;
 }
 
+double cost_act_bytes(const struct graph *g, int j, enum precision prec, int64_t mb)
+{
+	return per_sample(g, j) * precision_elem_bytes(prec) * (double)mb;
+}
+
 /* The op's data input: its first input (attention's, a linear's). */
 static int data_input(const struct op *op)
 {
@@ -135,10 +140,9 @@ void cost_tp_comm_s(const struct cluster *c, const int *group, const struct grap
 		    const struct tp_op *o, int64_t mb, double *fwd_s, double *bwd_s)
 {
 	const struct op *op = &g->ops[i];
-	double e = precision_elem_bytes(o->prec);
 	int j = data_input(op);
-	int64_t out_b = (int64_t)(per_sample(g, i) * e * (double)mb);
-	int64_t in_b = j >= 0 ? (int64_t)(per_sample(g, j) * e * (double)mb) : 0;
+	int64_t out_b = (int64_t)cost_act_bytes(g, i, o->prec, mb);
+	int64_t in_b = j >= 0 ? (int64_t)cost_act_bytes(g, j, o->prec, mb) : 0;
 	double ar_out, ar_in;
 	int partial = o->role == TP_ROW || o->role == TP_HEADS || o->role == TP_VOCAB;
 	int gathers = o->role == TP_COLUMN || o->role == TP_HEADS;

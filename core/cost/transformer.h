@@ -43,6 +43,9 @@ int cost_tp_op(const struct profile *p, const struct graph *g, int i, const stru
  * keeps nothing (what it checkpoints is its inputs from ops that do not
  * recompute: the simulator's).  Other kinds keep their output. */
 int64_t cost_saved_bytes(const struct graph *g, int i, const struct tp_op *o, int64_t mb);
+/* Bytes of op j's output for mb samples in precision prec, on one device
+ * (before any split). */
+double cost_act_bytes(const struct graph *g, int j, enum precision prec, int64_t mb);
 /* The share of op i's forward that selective recomputation runs again
  * (attention's score and context products); 0 for other kinds. */
 double cost_selective_share(const struct op *op);

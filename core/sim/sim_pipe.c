@@ -110,16 +110,13 @@ static void groups_of(const struct plan_stage *ps, const struct plan_pipe *sh, i
 }
 
 /* Devices of the sorted list on the node holding the most of them. */
-static int busiest_node(const struct cluster *c, const int *dev, int n)
+static int most_on_a_node(const struct cluster *c, const int *dev, int n)
 {
-	int best = 0;
+	int nodes, qmax;
+	int64_t intra;
 
-	for (int a = 0, e; a < n; a = e) {
-		for (e = a + 1; e < n && cluster_node_of(c, dev[e]) == cluster_node_of(c, dev[a]); e++)
-			;
-		best = e - a > best ? e - a : best;
-	}
-	return best;
+	cost_spread(c, dev, n, 0, &nodes, &qmax, &intra);
+	return qmax;
 }
 
 /* An all-reduce of `bytes` on each of the D members of every ring of a
@@ -134,7 +131,7 @@ static double dp_allreduce_s(const struct cluster *c, const int *all, int nall, 
 	if (D < 2 || bytes <= 0)
 		return 0;
 	cost_spread(c, dg, D, (int64_t)bytes, &nodes, &qmax, &intra);
-	busy = busiest_node(c, all, nall);
+	busy = most_on_a_node(c, all, nall);
 	if (nodes > 1 && busy > qmax)
 		shared.inter.bw_bytes_per_s /= (double)busy / qmax;
 	return cost_allreduce_spread_s(&shared, nodes, qmax, bytes, 1);
@@ -149,9 +146,10 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 	int *tg = malloc((size_t)T * sizeof *tg), *dg = malloc((size_t)D * sizeof *dg);
 	int *sorted = NULL;
 	int64_t *seg = calloc((size_t)x->S, sizeof *seg);
+	int *ckpt = calloc((size_t)g->nops, sizeof *ckpt); /* stage + 1 that counted it */
 	int st = AP_OK, last = -1;
 
-	if (!tg || !dg || !seg) {
+	if (!tg || !dg || !seg || !ckpt) {
 		st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
 		goto out;
 	}
@@ -161,7 +159,7 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 		struct pstage *ps = &x->st[sx];
 		struct tp_op o = op_mode(x, i, rc);
 		struct op_cost oc;
-		double cf, cb, e = precision_elem_bytes(pl->precision);
+		double cf, cb, outb = cost_act_bytes(g, i, pl->precision, x->mb);
 
 		if (sx != last) {
 			groups_of(&pl->stages[sx], &x->sh, tg, dg);
@@ -184,11 +182,8 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 			ps->b += oc.fwd_us * 1e-6 + cf;
 		else if (rc == RECOMPUTE_SELECTIVE)
 			ps->b += cost_selective_share(op) * oc.fwd_us * 1e-6;
-		if (T > 1) {
-			double ob = (double)op->out_bytes / BYTES_PER_ELEM / g->batch * e * x->mb;
-
-			ps->tp_bytes += 2 * ob * (T - 1) / T;
-		}
+		if (T > 1)
+			ps->tp_bytes += 2 * outb * (T - 1) / T;
 		ps->act += cost_saved_bytes(g, i, &o, x->mb);
 		if (op->params > 0 || (op->kind == OP_LINEAR && op->a.tie >= 0)) {
 			/* W needs the op's input and its output's gradient */
@@ -196,22 +191,24 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 							     ? RECOMPUTE_SELECTIVE : rc);
 
 			ps->wkeep += cost_saved_bytes(g, i, &in_only, x->mb) +
-				     (int64_t)((double)op->out_bytes / BYTES_PER_ELEM / g->batch * e *
-					       x->mb / (x->role[i] == TP_COLUMN ? T : 1));
+				     (int64_t)(outb / (x->role[i] == TP_COLUMN ? T : 1));
 		}
 		if (rc == RECOMPUTE_FULL) {
 			struct tp_op keep = op_mode(x, i, RECOMPUTE_NONE);
 
 			seg[sx] += cost_saved_bytes(g, i, &keep, x->mb);
 			ps->peak_extra = seg[sx] > ps->peak_extra ? seg[sx] : ps->peak_extra;
-			/* its checkpoints: inputs from ops that keep theirs */
+			/* its checkpoints: inputs from ops that keep theirs,
+			 * once a stage however many ops read them */
 			for (int k = 0; k < op->nin; k++) {
 				int j = op->in[k];
 
-				if (pl->ops[j].recompute != RECOMPUTE_FULL || pl->ops[j].stage != pl->ops[i].stage)
-					ps->act += (int64_t)((double)g->ops[j].out_bytes / BYTES_PER_ELEM /
-							     g->batch * e * x->mb /
+				if ((pl->ops[j].recompute != RECOMPUTE_FULL ||
+				     pl->ops[j].stage != pl->ops[i].stage) && ckpt[j] != sx + 1) {
+					ckpt[j] = sx + 1;
+					ps->act += (int64_t)(cost_act_bytes(g, j, pl->precision, x->mb) /
 							     (pl->seq_parallel ? T : 1));
+				}
 			}
 		} else {
 			seg[sx] = 0;
@@ -227,8 +224,7 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 			reach = cs > reach ? cs : reach;
 		}
 		for (int q = sx; q < reach; q++)
-			x->st[q].send_bytes += (int64_t)((double)op->out_bytes / BYTES_PER_ELEM /
-							 g->batch * e * x->mb);
+			x->st[q].send_bytes += (int64_t)outb;
 	}
 	sorted = malloc((size_t)(D * T) * sizeof *sorted);
 	if (!st && !sorted)
@@ -242,7 +238,7 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 		memcpy(sorted, a->devices, (size_t)(D * T) * sizeof *sorted);
 		qsort(sorted, (size_t)(D * T), sizeof *sorted, int_cmp);
 		if (cluster_link_class(s->c, a->devices[0], b->devices[0]) == LINK_INTER)
-			share = busiest_node(s->c, sorted, D * T);
+			share = most_on_a_node(s->c, sorted, D * T);
 		ps->send_s = cost_transfer_s(s->c, a->devices[0], b->devices[0], piece * share);
 		if (T > 1 && !pl->seq_parallel) {
 			groups_of(b, &x->sh, tg, dg);
@@ -254,6 +250,7 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 	for (int sx = 0; sx < x->S; sx++)
 		r->link_bytes[LINK_INTRA] += (int64_t)(x->st[sx].tp_bytes * pl->microbatches * D * T);
 out:
+	free(ckpt);
 	free(sorted);
 	free(seg);
 	free(tg);
@@ -520,7 +517,7 @@ int sim_pipe_run(struct sim *s, const struct plan *pl, const struct sim_opts *op
 			for (int k = 0; k < nall; k++) {
 				struct sim_mem *mm = &w->mem[pl->stages[q].devices[k]];
 
-				mm->weights = (int64_t)(params * (pl->precision == PREC_MIXED ? 2 : 4) /
+				mm->weights = (int64_t)(params * precision_elem_bytes(pl->precision) /
 							(pl->zero >= 3 ? D : 1));
 				mm->opt_state = fixed - mm->weights;
 				mm->act = act;
