@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "util/csvio.h"
-#include "util/datadir.h"
+#include "util/output.h"
 #include "util/err.h"
 
 static const char *const cols[] = { "model", "batch", "cluster", "planner", "seed",

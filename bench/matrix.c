@@ -111,6 +111,11 @@ static int list_line(struct matrix *m, struct block *b, char **w, int nw,
 		int64_t v;
 		char *end;
 
+		/* results rows and plans hold names of PLAN_NAME_LEN - 1 */
+		if (strlen(w[i]) >= PLAN_NAME_LEN)
+			return ap_err(AP_EINPUT, path, line, "a value of '%s' of %zu characters "
+				      "(expected at most %d)", key, strlen(w[i]), PLAN_NAME_LEN - 1);
+
 		if (count && *count + (count == &b->np && !strcmp(w[i], "all") ? nplanners : 1) >
 				     MAXW)
 			return ap_err(AP_EINPUT, path, line,
@@ -222,6 +227,8 @@ int matrix_read(const char *path, struct matrix *m)
 		open = 1;
 		rc = list_line(m, b, w, nw, path, lineno);
 	}
+	if (!rc && ferror(f)) /* a directory reads as an error */
+		rc = ap_err(AP_EINPUT, path, 0, "cannot read matrix: %s", strerror(errno));
 	if (!rc && open)
 		rc = ap_err(AP_EINPUT, path, lineno, "last block has no 'end'");
 	if (!rc && !m->ncells)

@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "util/csvio.h"
-#include "util/datadir.h"
+#include "util/output.h"
+#include "util/digest.h"
 #include "util/err.h"
 #include "util/grow.h"
 
@@ -40,11 +41,60 @@ void bench_row_init(struct bench_row *r)
 		*num_field(r, k) = NAN;
 }
 
+static uint64_t cell_hash(const char *model, int64_t batch, int weak, const char *cluster,
+			  const char *planner, uint64_t seed)
+{
+	uint64_t h = fnv1a64_str(FNV1A64_INIT, model);
+
+	h = fnv1a64_str(fnv1a64(h, "", 1), cluster);
+	h = fnv1a64_str(fnv1a64(h, "", 1), planner);
+	h = fnv1a64(h, &batch, sizeof batch);
+	h = fnv1a64(h, &weak, sizeof weak);
+	return fnv1a64(h, &seed, sizeof seed);
+}
+
+static int same_cell(const struct bench_row *r, const char *model, int64_t batch, int weak,
+		     const char *cluster, const char *planner, uint64_t seed)
+{
+	return r->batch == batch && r->weak == weak && r->seed == seed &&
+	       !strcmp(r->model, model) && !strcmp(r->cluster, cluster) &&
+	       !strcmp(r->planner, planner);
+}
+
+/* Puts row i into the index (a later row of the same cell replaces it). */
+static void index_put(struct results *t, int i)
+{
+	const struct bench_row *r = &t->rows[i];
+	uint32_t m = (uint32_t)t->nslots - 1;
+	uint32_t k = (uint32_t)cell_hash(r->model, r->batch, r->weak, r->cluster, r->planner,
+					 r->seed) & m;
+
+	while (t->slots[k] >= 0 && !same_cell(&t->rows[t->slots[k]], r->model, r->batch,
+					      r->weak, r->cluster, r->planner, r->seed))
+		k = (k + 1) & m;
+	t->slots[k] = i;
+}
+
 int results_add(struct results *t, const struct bench_row *r)
 {
 	if (grow(&t->rows, t->n, &t->cap, sizeof *t->rows, 64))
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	t->rows[t->n++] = *r;
+	if (2 * t->n > t->nslots) { /* at most half full */
+		int n = t->nslots ? 2 * t->nslots : 128;
+		int *s = malloc((size_t)n * sizeof *s);
+
+		if (!s)
+			return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+		free(t->slots);
+		t->slots = s;
+		t->nslots = n;
+		memset(s, 0xff, (size_t)n * sizeof *s);
+		for (int i = 0; i < t->n; i++)
+			index_put(t, i);
+	} else {
+		index_put(t, t->n - 1);
+	}
 	return AP_OK;
 }
 
@@ -57,6 +107,10 @@ static int parse_row(const struct csvio_rec *rec, const char *path, struct bench
 	if (rec->nfield != NCOLS)
 		return ap_err(AP_EINPUT, path, rec->line, "%d fields, expected %d", rec->nfield,
 			      NCOLS);
+	for (int k = 0; k < 6; k++)
+		if (k != 1 && k != 2 && strlen(f[k]) >= sizeof r->model)
+			return ap_err(AP_EINPUT, path, rec->line, "%s: %zu characters, expected "
+				      "at most %zu", cols[k], strlen(f[k]), sizeof r->model - 1);
 	snprintf(r->model, sizeof r->model, "%s", f[0]);
 	snprintf(r->cluster, sizeof r->cluster, "%s", f[3]);
 	snprintf(r->profile, sizeof r->profile, "%s", f[4]);
@@ -165,19 +219,21 @@ int results_write(const char *path, const struct results *t)
 void results_release(struct results *t)
 {
 	free(t->rows);
+	free(t->slots);
 	memset(t, 0, sizeof *t);
 }
 
 int results_find(const struct results *t, const char *model, int64_t batch, int weak,
 		 const char *cluster, const char *planner, uint64_t seed)
 {
-	for (int i = 0; i < t->n; i++) {
-		const struct bench_row *r = &t->rows[i];
+	uint32_t m = (uint32_t)t->nslots - 1, k;
 
-		if (r->batch == batch && r->weak == weak && r->seed == seed && !strcmp(r->model, model) &&
-		    !strcmp(r->cluster, cluster) && !strcmp(r->planner, planner))
-			return i;
-	}
+	if (!t->nslots)
+		return -1;
+	for (k = (uint32_t)cell_hash(model, batch, weak, cluster, planner, seed) & m;
+	     t->slots[k] >= 0; k = (k + 1) & m)
+		if (same_cell(&t->rows[t->slots[k]], model, batch, weak, cluster, planner, seed))
+			return t->slots[k];
 	return -1;
 }
 

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "util/datadir.h"
 #include "util/err.h"
+#include "util/output.h"
 #include "load.h"
 #include "matrix.h"
 #include "model/model_io.h"
@@ -118,15 +119,18 @@ static int run(int argc, char **argv)
 	struct profile_cache pc = { .loaded = 0 };
 	struct matrix m;
 	struct results t;
-	int rc, npos, ran = 0, failed = 0, tty = isatty(2);
-	double t0 = now_s();
+	int rc, npos, ran = 0, failed = 0, tty = isatty(2), dirty = 0;
+	double t0 = now_s(), written = t0;
 
 	rc = args_parse("bench", argc, argv, opts, &mpath, 1, &npos);
 	if (rc)
 		return rc;
 	if (!mpath)
 		mpath = datapath(def, sizeof def, "bench/default.matrix");
-	rc = matrix_read(mpath, &m);
+	rc = io_paths_check((const struct io_path[]){ { "MATRIX", mpath, 0 }, { "-o", outf, 1 } },
+			    2);
+	if (!rc)
+		rc = matrix_read(mpath, &m);
 	if (rc)
 		return rc;
 	anytime_path(outf, anytime, sizeof anytime);
@@ -177,11 +181,21 @@ static int run(int argc, char **argv)
 			t.rows[prev] = row;
 		else
 			rc = results_add(&t, &row);
-		if (!rc) {
+		/* the file is rewritten at most once a second (and at the end):
+		 * an interrupt loses a second's cells, which a rerun redoes */
+		if (!rc && now_s() - written >= 1) {
 			results_speedups(&t);
 			rc = results_write(outf, &t);
+			written = now_s();
+			dirty = 0;
+		} else {
+			dirty = 1;
 		}
 		progress(i + 1, m.ncells, t0, ran, tty);
+	}
+	if (!rc && dirty) {
+		results_speedups(&t);
+		rc = results_write(outf, &t);
 	}
 	if (!rc)
 		printf("%s: %d rows (%d new, %d failed with their reason in the row) in %.1f s\n",

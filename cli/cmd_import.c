@@ -22,6 +22,7 @@
 #include "args.h"
 #include "commands.h"
 #include "util/datadir.h"
+#include "util/output.h"
 #include "util/err.h"
 #include "model/model_io.h"
 

@@ -11,6 +11,7 @@
 #include "model/batch.h"
 #include "commands.h"
 #include "util/err.h"
+#include "util/output.h"
 #include "load.h"
 #include "model/model_io.h"
 #include "plan/plan.h"
@@ -94,7 +95,9 @@ static int run(int argc, char **argv)
 		if ((flags[k] || vals[k]) &&
 		    planner_opts_set(pl, &popts, opts[8 + k].lng + 2, vals[k], opts[8 + k].lng))
 			return AP_EINPUT;
-	rc = batch_spec_parse(bspec, "-b", 0, &bs);
+	rc = io_paths_check((const struct io_path[]){ { "-m", model, 0 }, { "-o", outf, 1 } }, 2);
+	if (!rc)
+		rc = batch_spec_parse(bspec, "-b", 0, &bs);
 	if (rc)
 		goto out;
 	rc = instance_load(&x, model, &bs, cspec, prof);

@@ -26,6 +26,7 @@
 #include "util/csvio.h"
 #include "commands.h"
 #include "util/datadir.h"
+#include "util/output.h"
 #include "hw/device.h"
 #include "util/err.h"
 #include "exec_support.h"

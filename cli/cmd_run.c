@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "backend.h"
@@ -33,7 +34,7 @@
 #include "util/clock.h"
 #include "commands.h"
 #include "util/csvio.h"
-#include "util/datadir.h"
+#include "util/output.h"
 #include "dump.h"
 #include "util/err.h"
 #include "exec.h"
@@ -233,7 +234,9 @@ static int write_rows(FILE *f, void *ctx)
 	const struct row_ctx *c = ctx;
 	const struct plan_inputs *in = c->in;
 	const struct run_out *r = c->r;
-	FILE *old = fopen(c->path, "r");
+	struct stat sb;
+	/* a device or FIFO written in place has no rows to keep */
+	FILE *old = stat(c->path, &sb) == 0 && S_ISREG(sb.st_mode) ? fopen(c->path, "r") : NULL;
 	char line[4096];
 
 	if (old && fgets(line, sizeof line, old) && !strncmp(line, RUN_HEADER, strlen(RUN_HEADER))) {
@@ -264,11 +267,13 @@ static int write_rows(FILE *f, void *ctx)
 	return ferror(f) ? AP_EFAIL : AP_OK;
 }
 
+#define LOSS_HEADER "step,loss\n"
+
 static int write_losses(FILE *f, void *ctx)
 {
 	const struct run_out *r = ctx;
 
-	fputs("step,loss\n", f);
+	fputs(LOSS_HEADER, f);
 	for (int s = 0; s < r->warmup + r->steps; s++) {
 		fprintf(f, "%d", s);
 		put_num(f, r->loss[s]);
@@ -277,20 +282,24 @@ static int write_losses(FILE *f, void *ctx)
 	return ferror(f) ? AP_EFAIL : AP_OK;
 }
 
-static int check_existing(const char *path)
+/* An existing regular file at path must begin with header (what it is
+ * about to hold): -o appends rows to a results file, --loss-csv replaces a
+ * loss curve; neither may take another file's place. */
+static int check_existing(const char *opt, const char *path, const char *header)
 {
-	FILE *f = fopen(path, "r");
 	char line[4096];
+	struct stat sb;
 	int ok = 1;
+	FILE *f;
 
-	if (!f)
+	if (!path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !(f = fopen(path, "r")))
 		return AP_OK;
 	if (fgets(line, sizeof line, f))
-		ok = !strncmp(line, RUN_HEADER, strlen(RUN_HEADER));
+		ok = !strncmp(line, header, strlen(header));
 	fclose(f);
 	if (!ok)
-		return ap_err(AP_EINPUT, path, 1, "expected the header of a run results file (%s)",
-			      RUN_HEADER);
+		return ap_err(AP_EINPUT, path, 1, "expected the header '%.*s' of the file %s writes "
+			      "(it is not overwritten)", (int)strcspn(header, "\n"), header, opt);
 	return AP_OK;
 }
 
@@ -444,8 +453,6 @@ static int run(int argc, char **argv)
 	if (!st && tol_s && (tol = strtod(tol_s, &end), *end || !(tol > 0) || !isfinite(tol)))
 		st = ap_err(AP_EINPUT, "--tolerance", 0,
 			    "expected a positive finite number, got '%s'", tol_s);
-	if (!st && dump && !*dump)
-		st = ap_err(AP_EINPUT, "--dump", 0, "expected a file name");
 	if (!st)
 		st = parse_fault(fault_s, &fault);
 	if (!st && !(be = backend_find(be_name)))
@@ -466,8 +473,14 @@ static int run(int argc, char **argv)
 		st = ap_err(AP_EINPUT, "--steps", 0, "expected at most 1000000 steps");
 	if (!st && warmup > 1000000)
 		st = ap_err(AP_EINPUT, "--warmup", 0, "expected at most 1000000 steps");
-	if (!st && out)
-		st = check_existing(out);
+	if (!st)
+		st = io_paths_check((const struct io_path[]){
+			{ "PLAN", in.path, 0 }, { "-o", out, 1 }, { "--loss-csv", loss_out, 1 },
+			{ "--timeline", timeline, 1 }, { "--dump", dump, 1 } }, 5);
+	if (!st)
+		st = check_existing("-o", out, RUN_HEADER);
+	if (!st)
+		st = check_existing("--loss-csv", loss_out, LOSS_HEADER);
 	if (st)
 		goto out;
 	/* The plan is read once: by the launcher, which validates it before

@@ -14,7 +14,7 @@
 #include "args.h"
 #include "util/clock.h"
 #include "commands.h"
-#include "util/datadir.h"
+#include "util/output.h"
 #include "util/csvio.h"
 #include "util/err.h"
 #include "load.h"
@@ -205,7 +205,11 @@ static int run(int argc, char **argv)
 		return ap_err(AP_EINPUT, "--optimizer", 0,
 			      "unknown optimizer '%s' (expected sgd or adam)", optname);
 	o.record = trace || timeline;
-	st = load_plan_inputs(&in, model, cspec, prof, microbatches);
+	st = io_paths_check((const struct io_path[]){
+		{ "PLAN", in.path, 0 }, { "-m", model, 0 }, { "--trace", trace, 1 },
+		{ "--timeline", timeline, 1 }, { "--memory", memf, 1 } }, 5);
+	if (!st)
+		st = load_plan_inputs(&in, model, cspec, prof, microbatches);
 	/* a plan that names its optimizer trains with it (docs/plan-format.md) */
 	if (!st && in.pl.has_optimizer)
 		o.optimizer = in.pl.optimizer;

@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "data.h"
-#include "util/datadir.h"
+#include "util/output.h"
 #include "util/err.h"
 #include "region.h"
 #include "transport_self.h"

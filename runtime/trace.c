@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "util/clock.h"
-#include "util/datadir.h"
+#include "util/output.h"
 #include "util/err.h"
 #include "util/grow.h"
 

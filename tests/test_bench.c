@@ -249,6 +249,75 @@ static void test_command(void **state)
 	results_release(&t);
 }
 
+/* Long names: a planner spec past the old 63 characters resumes (no
+ * duplicate rows), a model path longer than a row holds is refused at its
+ * line instead of truncated. */
+static void test_long_names(void **state)
+{
+	const char *bin = getenv("AUTOPAR_BIN");
+	static const char spec[] = "megatron:precision=fp32,optimizer=sgd,schedule=1f1b,"
+				   "recompute=full,zero=0";
+	char text[1024], cmd[4096], csv[600], model[800];
+	const char *mx;
+	struct results t;
+	struct matrix m;
+
+	(void)state;
+	if (!bin || !*bin)
+		skip();
+	snprintf(text, sizeof text, "models gpt2\nclusters cpu-1x2\nplanners %s\nend\n", spec);
+	mx = tmp_write("long.matrix", text);
+	snprintf(csv, sizeof csv, "%s/long.csv", tmp_dir());
+	remove(csv);
+	snprintf(cmd, sizeof cmd, "'%s' bench '%s' -o '%s' >/dev/null 2>&1", bin, mx, csv);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(results_read(csv, &t), AP_OK);
+	assert_int_equal(t.n, 1);
+	assert_string_equal(t.rows[0].planner, spec);
+	results_release(&t);
+	snprintf(model, sizeof model, "%s/%0150d.model", tmp_dir(), 0);
+	snprintf(text, sizeof text, "models mlp\nmodels %s\nclusters cpu-1x2\nplanners dp\nend\n",
+		 model);
+	mx = tmp_write("long.matrix", text);
+	ap_err_quiet(1);
+	assert_int_equal(matrix_read(mx, &m), AP_EINPUT);
+	snprintf(text, sizeof text, "%s:2: a value of 'models' of %zu characters", mx,
+		 strlen(model));
+	assert_non_null(strstr(ap_last_error(), text));
+	ap_err_quiet(0);
+}
+
+/* Many rows: each cell is found again (the index is a hash, so bench's
+ * bookkeeping stays linear). */
+static void test_many_rows(void **state)
+{
+	struct results t = { 0 };
+
+	(void)state;
+	for (int i = 0; i < 5000; i++) {
+		struct bench_row r;
+
+		bench_row_init(&r);
+		snprintf(r.model, sizeof r.model, "m%d", i % 50);
+		snprintf(r.cluster, sizeof r.cluster, "c%d", i / 50);
+		snprintf(r.planner, sizeof r.planner, "%s", i % 2 ? "owt" : "dp");
+		r.batch = 8;
+		r.seed = (uint64_t)(i % 7);
+		assert_int_equal(results_add(&t, &r), AP_OK);
+	}
+	for (int i = 0; i < 5000; i++) {
+		char m[16], c[16];
+
+		snprintf(m, sizeof m, "m%d", i % 50);
+		snprintf(c, sizeof c, "c%d", i / 50);
+		assert_int_equal(results_find(&t, m, 8, 0, c, i % 2 ? "owt" : "dp",
+					      (uint64_t)(i % 7)), i);
+		assert_int_equal(results_find(&t, m, 8, 1, c, "dp", (uint64_t)(i % 7)), -1);
+	}
+	results_release(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +327,8 @@ int main(void)
 		cmocka_unit_test(test_too_many_values),
 		cmocka_unit_test(test_results),
 		cmocka_unit_test(test_command),
+		cmocka_unit_test(test_long_names),
+		cmocka_unit_test(test_many_rows),
 	};
 
 	return cmocka_run_group_tests_name("bench", tests, NULL, NULL);

@@ -139,12 +139,29 @@ static const struct {
 	{ NULL, NULL, NULL, NULL, "run x.json --warmup -3", "--warmup: ",
 	  "expected a non-negative integer, got '-3'" },
 	{ "r.csv", "a,b\n", NULL, NULL, "run x.json -o %D/r.csv", "%D/r.csv:1: ",
-	  "header of a run results file" },
+	  "expected the header 'model,batch," },
+	/* a results CSV is no loss curve: not overwritten */
+	{ "r.csv", "a,b\n", NULL, NULL, "run x.json --loss-csv %D/r.csv", "%D/r.csv:1: ",
+	  "expected the header 'step,loss'" },
+	/* outputs checked before any work: empty, an input, one another */
+	{ NULL, NULL, NULL, NULL, "plan -m mlp -c 1x2:v100 -P dp -o ''", "-o: ",
+	  "an empty path" },
+	{ NULL, NULL, NULL, NULL, "sim x.json --trace ''", "--trace: ", "an empty path" },
+	{ NULL, NULL, NULL, NULL, "run x.json --loss-csv ''", "--loss-csv: ", "an empty path" },
+	{ NULL, NULL, NULL, NULL, "run x.json --loss-csv %D", "%D: ", "is a directory" },
+	{ "rr.csv", "", NULL, NULL, "run x.json -o %D/rr.csv --loss-csv %D/rr.csv",
+	  "%D/rr.csv: ", "the output of --loss-csv is also the output of -o" },
+	{ "pc.json", PLAN_OK(""), NULL, NULL, "sim %D/pc.json --trace %D/pc.json",
+	  "%D/pc.json: ", "the output of --trace is the input PLAN" },
+	{ "mc.model", PLAN_MODEL, NULL, NULL, "plan -m %D/mc.model -c 1x2:v100 -P dp "
+	  "-o %D/mc.model", "%D/mc.model: ", "the output of -o is the input -m" },
+	/* a directory as a matrix */
+	{ NULL, NULL, NULL, NULL, "bench %D -o %D/b.csv", "%D: ", "Is a directory" },
 	/* an output that is a directory, or in a missing one: both usage */
 	{ NULL, NULL, NULL, NULL, "plan -m mlp -c 1x2:v100 -P dp -o %D", "%D: ",
 	  "is a directory" },
 	{ NULL, NULL, NULL, NULL, "plan -m mlp -c 1x2:v100 -P dp -o %D/missing/dir/x.json",
-	  "%D/missing/dir/x.json: ", "cannot write" },
+	  "%D/missing/dir/x.json: ", "cannot write -o: no directory" },
 };
 
 static void test_bad_input(void **state)

@@ -40,7 +40,8 @@
 #include <sys/stat.h>
 
 #include "util/csvio.h"
-#include "util/datadir.h"
+#include "util/output.h"
+#include "util/digest.h"
 #include "util/err.h"
 #include "hw/roofline.h"
 #include "util/grow.h"
@@ -104,16 +105,9 @@ void profile_release(struct profile *p)
 
 /* ---- hash index ---------------------------------------------------------- */
 
-/* FNV-1a, 64 bit. */
 static uint64_t sig_hash(const char *s)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
+	return fnv1a64_str(FNV1A64_INIT, s);
 }
 
 /* The op kind a signature names: its prefix up to the first ':'. */

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "util/datadir.h"
+#include "util/output.h"
 #include "util/err.h"
 #include "plan/plan_impl.h"
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "util/datadir.h"
+#include "util/output.h"
 #include "util/err.h"
 #include "sim/sim.h"
 

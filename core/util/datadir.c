@@ -1,6 +1,5 @@
 /*
- * Locating the data files, and the one way autopar writes a file: to a
- * temporary name, renamed into place only when complete.
+ * Locating the data files.
  */
 #include "util/datadir.h"
 
@@ -86,29 +85,6 @@ char *profile_dir(char *buf, size_t len, const char *arg)
 	else
 		snprintf(buf, len, "%s/profiles/%s", datadir(), arg);
 	return buf;
-}
-
-int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ctx)
-{
-	char tmp[PATH_MAX + 32];
-	FILE *f;
-	int rc;
-
-	/* a directory is a usage error, as a missing one is (exit 2) */
-	if (is_dir(path))
-		return ap_err(AP_EINPUT, path, 0, "is a directory (expected the path of a file)");
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	f = fopen(tmp, "w");
-	if (!f)
-		return ap_err(AP_EINPUT, path, 0, "cannot write: %m");
-	rc = write_cb(f, ctx);
-	if (fclose(f) != 0 && rc == 0)
-		rc = ap_err(AP_EFAIL, path, 0, "write failed: %m");
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = ap_err(AP_EFAIL, path, 0, "cannot rename into place: %m");
-	if (rc != 0)
-		remove(tmp);
-	return rc;
 }
 
 const char *python_path(void)

@@ -8,7 +8,6 @@
 #define AUTOPAR_DATADIR_H
 
 #include <stddef.h>
-#include <stdio.h>
 
 const char *datadir(void);
 /* Writes datadir()/rel into buf; returns buf. */
@@ -24,9 +23,5 @@ char *profile_dir(char *buf, size_t len, const char *arg);
  * PyTorch peer): $AUTOPAR_PYTHON, else the system python3 that Debian's
  * python3-onnx and python3-torch install into, else python3 on PATH. */
 const char *python_path(void);
-
-/* Writes path atomically: content goes to path.tmp.PID, renamed on success.
- * write_cb returns 0 on success.  On failure the temporary is removed. */
-int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ctx);
 
 #endif
