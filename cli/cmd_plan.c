@@ -19,6 +19,7 @@
 #include "planner.h"
 #include "sim/sim.h"
 #include "plan/plan_io.h"
+#include "plan/plan_source.h"
 
 /* The -P value, looked up before parsing so that the planner's own
  * options can be accepted as long options. */
@@ -105,6 +106,8 @@ static int run(int argc, char **argv)
 		goto out;
 	input = planner_input_of(&x, budget, seed, &popts);
 	rc = planner_run(pl, &input, x.profile, &plan);
+	if (!rc)
+		rc = plan_set_source(&plan, model, prof, outf);
 	if (!rc)
 		rc = plan_write(&plan, &x.g, outf);
 	if (!rc)

@@ -529,7 +529,8 @@ static int run(int argc, char **argv)
 	r.timeline = timeline;
 	r.ranks = exec_ranks(&in.pl);
 	o.seed = seed;
-	o.pool = (int)pool;
+	/* only the steps run use a batch: a larger pool is never built */
+	o.pool = (int)(pool < r.warmup + r.steps ? pool : r.warmup + r.steps);
 	o.naive = naive;
 	o.serial = serial;
 	o.steps = r.warmup + r.steps;
@@ -643,7 +644,8 @@ const struct command cmd_run = {
 		 "  --lr X              learning rate of the plan's optimizer: Adam where the\n"
 		 "                      plan names it (default 0.001), else SGD with momentum\n"
 		 "                      0.9 (default 0.02)\n"
-		 "  --pool N            distinct batches the steps cycle through (default 4)\n"
+		 "  --pool N            distinct batches the steps cycle through (default 4;\n"
+		 "                      at most the warm-up and steps run)\n"
 		 "  --serial            async-predict: a stage's paired forward and\n"
 		 "                      backward one after the other, not on two threads\n"
 		 "  --naive             asynchronous schedules without stashing or\n"

@@ -18,6 +18,7 @@
 #include "model/model_io.h"
 #include "plan/plan_io.h"
 #include "plan/plan_check.h"
+#include "plan/plan_source.h"
 
 void plan_inputs_init(struct plan_inputs *in)
 {
@@ -70,96 +71,31 @@ int load_plan_bytes(const char *path, char **bytes, long *len)
 	return AP_OK;
 }
 
-/* The directory of path, "." when it names none. */
-static void dir_of(const char *path, char *dir, size_t len)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		snprintf(dir, len, ".");
-	else if (slash == path)
-		snprintf(dir, len, "/");
-	else
-		snprintf(dir, len, "%.*s", (int)(slash - path), path);
-}
-
-/* Whether name is one path component that names nothing above it. */
-static int plain_name(const char *name)
-{
-	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n >= k && !strcmp(s + n - k, suffix);
-}
-
-/* What a plan's model names, as model_load() takes it (into out): a model
- * of the zoo (NAME, pipedream/NAME, piper/NAME) or a file in the plan's
- * own directory.  A plan is data that travels; it must not make a
- * command open (and echo a line of) any file of the machine. */
-static int plan_model(const char *plan, const char *model, char *out, size_t len)
-{
-	char dir[PATH_MAX], real_dir[PATH_MAX], real[PATH_MAX], mdir[PATH_MAX];
-	char path[2 * PATH_MAX + 2];
-	struct stat sb;
-
-	dir_of(plan, dir, sizeof dir);
-	if ((!strncmp(model, "pipedream/", 10) && plain_name(model + 10) &&
-	     !ends_with(model, ".txt")) ||
-	    (!strncmp(model, "piper/", 6) && plain_name(model + 6) && !ends_with(model, ".json"))) {
-		snprintf(out, len, "%s", model);
-		return AP_OK;
-	}
-	if (plain_name(model)) {
-		/* the file beside the plan: the name, or the name a model file
-		 * has (a plan made with -m DIR/NAME.model names the model NAME) */
-		snprintf(path, sizeof path, "%s/%s", dir, model);
-		if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
-			snprintf(path, sizeof path, "%s/%s.model", dir, model);
-		if (strlen(path) < len && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-			memcpy(out, path, strlen(path) + 1);
-		else if (access(model, F_OK) == 0) { /* not a file here: the zoo's */
-			snprintf(path, sizeof path, "models/%s.model", model);
-			datapath(out, len, path);
-		}
-		else
-			snprintf(out, len, "%s", model);
-		return AP_OK;
-	}
-	dir_of(model, mdir, sizeof mdir);
-	if (strchr(model, '/') && realpath(dir, real_dir) && realpath(mdir, real) &&
-	    !strcmp(real, real_dir) && plain_name(strrchr(model, '/') + 1)) {
-		snprintf(out, len, "%s", model);
-		return AP_OK;
-	}
-	return ap_err(AP_EINPUT, plan, 0, "model: expected a model of the zoo (NAME, "
-		      "pipedream/NAME or piper/NAME) or a file beside the plan, got '%s'", model);
-}
-
 /* Loads in from the plan file pf (the bytes in->path had when they were
  * read); messages name in->path. */
 static int load_from(struct plan_inputs *in, const char *pf, const char *model,
 		     const char *cspec, const char *prof, long long microbatches)
 {
-	char used[PLAN_NAME_LEN], resolved[PATH_MAX];
-	int64_t batch;
+	char used[PLAN_NAME_LEN], resolved[PATH_MAX], pdir[PATH_MAX];
+	struct plan_head h;
 	int st;
 
-	st = plan_peek(pf, in->model, sizeof in->model, in->cluster,
-		       sizeof in->cluster, in->profile, sizeof in->profile, &batch);
+	st = plan_peek(pf, &h);
 	if (st)
 		return st;
-	if (!prof && in->profile[0])
-		prof = in->profile;
-	if (!model) {
-		st = plan_model(in->path, in->model, resolved, sizeof resolved);
+	memcpy(in->model, h.model, sizeof in->model);
+	memcpy(in->cluster, h.cluster, sizeof in->cluster);
+	memcpy(in->profile, h.profile, sizeof in->profile);
+	if (!prof) {
+		st = plan_profile_resolve(in->path, &h, pdir, sizeof pdir);
+		prof = pdir[0] ? pdir : NULL;
+	}
+	if (!st && !model) {
+		st = plan_source_resolve(in->path, &h, resolved, sizeof resolved);
 		model = resolved;
 	}
 	if (!st)
-		st = model_load(model, batch, &in->g);
+		st = model_load(model, h.batch, &in->g);
 	/* a file beside the plan keeps the name the plan gives it */
 	if (!st && model == resolved && !strcmp(in->g.name, resolved))
 		snprintf(in->g.name, sizeof in->g.name, "%.*s", (int)sizeof in->g.name - 1,

@@ -245,6 +245,92 @@ static void test_plan_model_paths(void **state)
 	}
 }
 
+/* Runs autopar ARGS from the directory %D/SUB, stdout and stderr into out. */
+static int run_in(const char *sub, const char *args, char *out, size_t len)
+{
+	char cmd[4096];
+
+	snprintf(cmd, sizeof cmd, "cd '%s/%s' && '%s' %s 2>&1", tmp_dir(), sub, test_bin(), args);
+	return test_shell(cmd, out, len);
+}
+
+/* A plan made from a model file records where it came from: sim, run
+ * --check and check load that file from any working directory, and a
+ * model of the zoo with the same name cannot stand in for it. */
+static void test_plan_source(void **state)
+{
+	/* named like the zoo's mlp, with another graph and batch */
+	static const char model[] = "model mlp\nbatch 4\ninput x c=6\nlinear fc x out=4\n"
+				    "loss l fc\n";
+	char mk[1024], out[8192], plan[600], *cut;
+
+	(void)state;
+	snprintf(mk, sizeof mk, "mkdir -p '%1$s/ps/src/dir' '%1$s/ps/plans' '%1$s/ps/cwd'",
+		 tmp_dir());
+	assert_int_equal(system(mk), 0);
+	assert_non_null(tmp_write("ps/src/dir/rn50.model", model));
+	snprintf(mk, sizeof mk, "cp -r '%s/profiles/cpu' '%s/ps/src/prof'", getenv("AUTOPAR_DATA"),
+		 tmp_dir());
+	assert_int_equal(system(mk), 0);
+	if (run_in("ps/src", "plan -m dir/rn50.model -c 1x2:cpu -p ./prof -P dp -o ../plans/p.json",
+		   out, sizeof out))
+		fail_msg("plan: %s", out);
+	snprintf(plan, sizeof plan, "%s/ps/plans/p.json", tmp_dir());
+	test_read_file(plan, out, sizeof out);
+	assert_non_null(strstr(out, "\"model_file\": \"../src/dir/rn50.model\""));
+	assert_non_null(strstr(out, "\"model_digest\": \"fnv1a64:"));
+	assert_non_null(strstr(out, "\"profile_dir\": \"../src/prof\""));
+	if (run_in("ps/cwd", "sim ../plans/p.json", out, sizeof out) ||
+	    !strstr(out, "mlp (batch 4)") || !strstr(out, "profile prof"))
+		fail_msg("sim from another directory: %s", out);
+	if (run_in("ps/cwd", "check ../plans/p.json", out, sizeof out))
+		fail_msg("check from another directory: %s", out);
+	if (run_in("ps/cwd", "run ../plans/p.json --check --steps 2", out, sizeof out))
+		fail_msg("run --check from another directory: %s", out);
+	/* a profile edited since, or named by a path the plan did not record:
+	 * refused before any of it is read */
+	test_read_file(plan, out, sizeof out);
+	cut = strstr(out, "\"profile_dir\"");
+	assert_non_null(cut);
+	memmove(cut, strchr(cut, '\n') + 1, strlen(strchr(cut, '\n') + 1) + 1);
+	assert_non_null(tmp_write("ps/plans/r.json", out));
+	assert_int_equal(run_in("ps/cwd", "sim ../plans/r.json", out, sizeof out), 2);
+	assert_non_null(strstr(out, "r.json: profile: expected a profile of profiles/ by name"));
+	snprintf(mk, sizeof mk, "echo '# x' >> '%s/ps/src/prof/ops.csv'", tmp_dir());
+	assert_int_equal(system(mk), 0);
+	assert_int_equal(run_in("ps/cwd", "sim ../plans/p.json", out, sizeof out), 2);
+	assert_non_null(strstr(out, "p.json: profile_dir: "));
+	assert_int_equal(run_in("ps/cwd", "sim ../plans/p.json -p cpu", out, sizeof out), 0);
+	/* the model changed: refused, naming the field */
+	assert_non_null(tmp_write("ps/src/dir/rn50.model", "# edited\n"));
+	assert_int_equal(run_in("ps/cwd", "sim ../plans/p.json -p cpu", out, sizeof out), 2);
+	assert_non_null(strstr(out, "p.json: model_file: "));
+	assert_non_null(strstr(out, "is not the model this plan was made from"));
+	/* without its model_file, the name would pick the zoo's mlp: refused
+	 * by the digest */
+	test_read_file(plan, out, sizeof out);
+	cut = strstr(out, "\"model_file\"");
+	assert_non_null(cut);
+	memmove(cut, strchr(cut, '\n') + 1, strlen(strchr(cut, '\n') + 1) + 1);
+	assert_non_null(tmp_write("ps/plans/q.json", out));
+	assert_int_equal(run_in("ps/cwd", "sim ../plans/q.json -p cpu", out, sizeof out), 2);
+	if (!strstr(out, "q.json: model: 'mlp' is ") || !strstr(out, "models/mlp.model"))
+		fail_msg("a zoo model of the same name: %s", out);
+}
+
+/* run --pool larger than the steps builds only the batches the steps use
+ * (2^31 - 1 used to build them all before step 1). */
+static void test_run_pool(void **state)
+{
+	char err[4096];
+
+	(void)state;
+	assert_int_equal(run("plan -m mlp -c cpu-1x2 -P single -o %D/pool.json", err, sizeof err),
+			 0);
+	if (run("run %D/pool.json --steps 2 --warmup 1 --pool 2147483647", err, sizeof err))
+		fail_msg("run --pool 2^31-1: %s", err);
+}
+
 /* A command that fails leaves no partial output behind. */
 static void test_no_partial_output(void **state)
 {
@@ -280,6 +366,8 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_no_partial_output),
 		cmocka_unit_test(test_plan_model_paths),
+		cmocka_unit_test(test_plan_source),
+		cmocka_unit_test(test_run_pool),
 		cmocka_unit_test(test_good_input),
 	};
 

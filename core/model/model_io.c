@@ -813,44 +813,60 @@ int model_write(const struct graph *g, FILE *f)
 	return ferror(f) ? ap_err(AP_EFAIL, NULL, 0, "write failed") : AP_OK;
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* pipedream/NAME or piper/NAME: a profile of the data dir by its name. */
+static int data_name(const char *arg, const char *prefix, const char *ext)
+{
+	size_t k = strlen(prefix);
+
+	return !strncmp(arg, prefix, k) && arg[k] && !strchr(arg + k, '/') && !ends_with(arg, ext);
+}
+
+void model_source(const char *arg, char *path, size_t len)
+{
+	if (data_name(arg, "pipedream/", ".txt"))
+		snprintf(path, len, "%s/profiles/%s.txt", datadir(), arg);
+	else if (data_name(arg, "piper/", ".json"))
+		snprintf(path, len, "%s/profiles/%s.json", datadir(), arg);
+	else if (ends_with(arg, ".txt") || ends_with(arg, ".json"))
+		snprintf(path, len, "%s", arg);
+	else
+		model_path(path, len, arg);
+}
+
 int model_load(const char *arg, int64_t batch, struct graph *g)
 {
-	const char *name = arg;
 	char path[4096];
-	size_t n = strlen(arg);
+	int rc;
 
-	if (!n)
+	if (!*arg)
 		return ap_err(AP_EINPUT, "-m", 0,
 			      "expected a model: a zoo name (autopar models) or a file, got an empty string");
-	if (strncmp(arg, "pipedream/", 10) == 0 && !strchr(arg + 10, '/') &&
-	    (n < 4 || strcmp(arg + n - 4, ".txt"))) {
-		int rc;
-
-		snprintf(path, sizeof path, "%s/profiles/%s.txt", datadir(), arg);
+	model_source(arg, path, sizeof path);
+	if (ends_with(path, ".txt")) {
 		rc = pipedream_read(path, batch, g);
 		/* the name plans and results carry must load the same graph */
-		if (!rc)
+		if (!rc && data_name(arg, "pipedream/", ".txt"))
 			snprintf(g->name, sizeof g->name, "%s", arg);
 		return rc;
 	}
-	if (n > 4 && strcmp(arg + n - 4, ".txt") == 0)
-		return pipedream_read(arg, batch, g);
-	if (strncmp(arg, "piper/", 6) == 0 && !strchr(arg + 6, '/') && arg[6] &&
-	    (n < 5 || strcmp(arg + n - 5, ".json"))) {
-		snprintf(path, sizeof path, "%s/profiles/%s.json", datadir(), arg);
-		arg = path;
-	}
-	if (arg == path || piper_is_input(arg)) {
-		int rc = piper_read_model(arg, g);
-
+	/* a .json is a Piper input, whatever it holds (piper_io.h) */
+	if (ends_with(path, ".json")) {
+		rc = piper_read_model(path, g);
 		/* named as given, so a plan's model loads again as it was */
-		if (!rc && n < sizeof g->name)
-			snprintf(g->name, sizeof g->name, "%s", name);
+		if (!rc && strlen(arg) < sizeof g->name)
+			snprintf(g->name, sizeof g->name, "%s", arg);
 		if (!rc && batch > 0)
 			rc = graph_set_batch(g, batch);
 		if (rc)
 			graph_release(g);
 		return rc;
 	}
-	return model_read(model_path(path, sizeof path, arg), batch, g);
+	return model_read(path, batch, g);
 }

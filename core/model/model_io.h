@@ -6,6 +6,7 @@
 #ifndef AUTOPAR_MODEL_IO_H
 #define AUTOPAR_MODEL_IO_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -27,5 +28,7 @@ int pipedream_read(const char *path, int64_t batch, struct graph *g);
  * .txt file, or a Piper .json input (piper_io.h; batch > 0 rescales its
  * batch of micro-batches). */
 int model_load(const char *arg, int64_t batch, struct graph *g);
+/* The file model_load(arg) reads, into path[0..len). */
+void model_source(const char *arg, char *path, size_t len);
 
 #endif

@@ -22,6 +22,8 @@
  * inline spec such as "4x4:v100,intra=450GB/s,inter=400GB/s,intra_lat=2us,
  * inter_lat=2us". */
 #define PLAN_NAME_LEN 128
+/* Size of a path field (a plan's model_file), NUL included. */
+#define PLAN_PATH_LEN 1024
 
 enum sched_kind {
 	SCHED_GPIPE,      /* fill-drain */
@@ -92,6 +94,17 @@ struct plan {
 	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN];
 	char profile[PLAN_NAME_LEN], planner[PLAN_NAME_LEN];
 	int64_t batch;
+	/* Where the model came from (docs/formats.md, "Plan"): the model file
+	 * relative to the plan's directory when it was given as a file (""
+	 * for a name of the zoo), and the FNV-1a digest of the bytes it was
+	 * read from (0: not recorded).  JSON "model_file", "model_digest". */
+	char model_file[PLAN_PATH_LEN];
+	uint64_t model_digest;
+	/* The same for a profile given as a directory (its device.csv, then
+	 * ops.csv); "" and 0 for a profile of profiles/ by name.  JSON
+	 * "profile_dir", "profile_digest". */
+	char profile_dir[PLAN_PATH_LEN];
+	uint64_t profile_digest;
 	/* Weak scaling: the batch per device the instance was made with
 	 * (batch = it x the cluster's devices); 0 for a global batch (strong
 	 * scaling).  JSON "per_device_batch", written when above 0. */

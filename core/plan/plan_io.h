@@ -19,12 +19,18 @@
  * characters is an error, not cut short.  On failure p is left empty
  * (plan_init). */
 int plan_read(const char *path, const struct graph *g, struct plan *p);
-/* The model, cluster, profile ("" when the plan names none) and batch a
- * plan file was made for, read before its model is loaded (plan_read()
- * needs the graph).  The file's format and version are checked; errors
- * read as plan_read()'s. */
-int plan_peek(const char *path, char *model, size_t model_len, char *cluster,
-	      size_t cluster_len, char *profile, size_t profile_len, int64_t *batch);
+/* What a plan file was made for, read before its model is loaded
+ * (plan_read() needs the graph): the model, cluster, profile ("" when
+ * the plan names none), batch, and where the model and profile came from
+ * (struct plan's model_file, profile_dir and their digests).  The file's format and version are
+ * checked; errors read as plan_read()'s. */
+struct plan_head {
+	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN], profile[PLAN_NAME_LEN];
+	int64_t batch;
+	char model_file[PLAN_PATH_LEN], profile_dir[PLAN_PATH_LEN];
+	uint64_t model_digest, profile_digest;
+};
+int plan_peek(const char *path, struct plan_head *h);
 /* Writes atomically, pretty-printed, ops in graph order. */
 int plan_write(const struct plan *p, const struct graph *g, const char *path);
 

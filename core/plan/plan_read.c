@@ -230,6 +230,30 @@ static int get_string(const char *path, json_t *obj, const char *prefix,
 	return AP_OK;
 }
 
+/* Where an input came from (struct plan): key, any path (the command
+ * that loads it checks the file against the digest), and dkey, "fnv1a64:"
+ * and 16 hex digits. */
+static int get_source(const char *path, json_t *root, const char *key, char *file, size_t len,
+		      const char *dkey, uint64_t *digest)
+{
+	static const char hex[] = "0123456789abcdef";
+	char d[32];
+	int st;
+
+	*digest = 0;
+	d[0] = 0;
+	st = get_string(path, root, NULL, key, 0, file, len);
+	if (!st)
+		st = get_string(path, root, NULL, dkey, 0, d, sizeof d);
+	if (st || !d[0])
+		return st;
+	if (strncmp(d, "fnv1a64:", 8) || strlen(d) != 24 || strspn(d + 8, hex) != 16 ||
+	    !(*digest = strtoull(d + 8, NULL, 16)))
+		return ap_err(AP_EINPUT, path, 0, "%s: expected 'fnv1a64:' and 16 lower-case "
+			      "hex digits, not all zero, got '%s'", dkey, d);
+	return AP_OK;
+}
+
 /* An array of device or stage ids.  Ranges are checked by plan_validate(),
  * which knows the cluster; here only the type and the sign. */
 static int get_ids(const char *path, json_t *obj, const char *prefix,
@@ -590,7 +614,8 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 		     struct plan *p)
 {
 	static const char *const keys[] = {
-		"format", "version", "model", "batch", "per_device_batch", "cluster",
+		"format", "version", "model", "model_file", "model_digest", "batch",
+		"per_device_batch", "cluster", "profile_dir", "profile_digest",
 		"profile", "planner", "search", "schedule", "training", "stages", "ops",
 		"predicted", NULL
 	};
@@ -603,6 +628,12 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 		st = check_keys(path, NULL, root, keys);
 	if (!st)
 		st = get_string(path, root, NULL, "model", 1, p->model, sizeof p->model);
+	if (!st)
+		st = get_source(path, root, "model_file", p->model_file, sizeof p->model_file,
+				"model_digest", &p->model_digest);
+	if (!st)
+		st = get_source(path, root, "profile_dir", p->profile_dir, sizeof p->profile_dir,
+				"profile_digest", &p->profile_digest);
 	if (!st)
 		st = get_int(path, root, NULL, "batch", 1, 1, &p->batch);
 	if (!st)
@@ -670,24 +701,29 @@ int plan_read(const char *path, const struct graph *g, struct plan *p)
 	return st;
 }
 
-int plan_peek(const char *path, char *model, size_t model_len, char *cluster,
-	      size_t cluster_len, char *profile, size_t profile_len, int64_t *batch)
+int plan_peek(const char *path, struct plan_head *h)
 {
 	json_t *root = NULL;
 	int st;
 
-	profile[0] = 0;
+	memset(h, 0, sizeof *h);
 	st = load_json(path, &root);
 	if (!st)
 		st = check_format(path, root);
 	if (!st)
-		st = get_string(path, root, NULL, "model", 1, model, model_len);
+		st = get_string(path, root, NULL, "model", 1, h->model, sizeof h->model);
 	if (!st)
-		st = get_string(path, root, NULL, "cluster", 1, cluster, cluster_len);
+		st = get_source(path, root, "model_file", h->model_file, sizeof h->model_file,
+				"model_digest", &h->model_digest);
 	if (!st)
-		st = get_string(path, root, NULL, "profile", 0, profile, profile_len);
+		st = get_source(path, root, "profile_dir", h->profile_dir, sizeof h->profile_dir,
+				"profile_digest", &h->profile_digest);
 	if (!st)
-		st = get_int(path, root, NULL, "batch", 1, 1, batch);
+		st = get_string(path, root, NULL, "cluster", 1, h->cluster, sizeof h->cluster);
+	if (!st)
+		st = get_string(path, root, NULL, "profile", 0, h->profile, sizeof h->profile);
+	if (!st)
+		st = get_int(path, root, NULL, "batch", 1, 1, &h->batch);
 	json_decref(root);
 	return st;
 }

@@ -103,6 +103,21 @@ static json_t *build_ops(const struct plan *p, const struct graph *g)
 	return built(ops, bad);
 }
 
+/* Where an input came from (struct plan): its path and digest, when set. */
+static int put_source(int bad, json_t *root, const char *key, const char *path,
+		      const char *dkey, uint64_t digest)
+{
+	char d[32];
+
+	if (path[0])
+		bad = put(bad, root, key, json_string(path));
+	if (digest) {
+		snprintf(d, sizeof d, "fnv1a64:%016llx", (unsigned long long)digest);
+		bad = put(bad, root, dkey, json_string(d));
+	}
+	return bad;
+}
+
 static json_t *build_root(const struct plan *p, const struct graph *g)
 {
 	json_t *root = json_object(), *search = json_object();
@@ -112,11 +127,14 @@ static json_t *build_root(const struct plan *p, const struct graph *g)
 	bad = put(bad, root, "format", json_string(PLAN_FORMAT));
 	bad = put(bad, root, "version", json_integer(PLAN_VERSION));
 	bad = put(bad, root, "model", json_string(p->model));
+	bad = put_source(bad, root, "model_file", p->model_file, "model_digest", p->model_digest);
 	bad = put(bad, root, "batch", json_integer(p->batch));
 	if (p->per_device_batch > 0)
 		bad = put(bad, root, "per_device_batch", json_integer(p->per_device_batch));
 	bad = put(bad, root, "cluster", json_string(p->cluster));
 	bad = put(bad, root, "profile", json_string(p->profile));
+	bad = put_source(bad, root, "profile_dir", p->profile_dir, "profile_digest",
+			 p->profile_digest);
 	bad = put(bad, root, "planner", json_string(p->planner));
 
 	bad = put(bad, search, "seconds", json_real(p->search_s));

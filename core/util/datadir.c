@@ -69,6 +69,18 @@ char *datapath(char *buf, size_t len, const char *rel)
 	return buf;
 }
 
+void path_dir(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(dir, len, ".");
+	else if (slash == path)
+		snprintf(dir, len, "/");
+	else
+		snprintf(dir, len, "%.*s", (int)(slash - path), path);
+}
+
 char *model_path(char *buf, size_t len, const char *arg)
 {
 	if (strchr(arg, '/') || access(arg, F_OK) == 0)

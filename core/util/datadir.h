@@ -13,6 +13,10 @@ const char *datadir(void);
 /* Writes datadir()/rel into buf; returns buf. */
 char *datapath(char *buf, size_t len, const char *rel);
 
+/* The directory part of path into dir ("." when it has none, "/" for a
+ * file of the root). */
+void path_dir(const char *path, char *dir, size_t len);
+
 /* Resolves a model argument: a file path, or a zoo name under models/. */
 char *model_path(char *buf, size_t len, const char *arg);
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/datadir.h"
 #include "util/err.h"
 
 /* The temporary a write_atomic() has open, removed by a signal that ends
@@ -107,19 +108,6 @@ int write_atomic(const char *path, int (*write_cb)(FILE *f, void *ctx), void *ct
 	return rc;
 }
 
-/* The directory part of path ("." when it has none) into dir. */
-static void dir_part(const char *path, char *dir, size_t len)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		snprintf(dir, len, ".");
-	else if (slash == path)
-		snprintf(dir, len, "/");
-	else
-		snprintf(dir, len, "%.*s", (int)(slash - path), path);
-}
-
 /* Whether a and b are one file: the same inode when both exist (devices
  * and FIFOs never count), else the same canonical directory and name. */
 static int same_file(const char *a, const char *b)
@@ -133,8 +121,8 @@ static int same_file(const char *a, const char *b)
 		return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 	if (ea != eb)
 		return 0;
-	dir_part(a, da, sizeof da);
-	dir_part(b, db, sizeof db);
+	path_dir(a, da, sizeof da);
+	path_dir(b, db, sizeof db);
 	na = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
 	nb = strrchr(b, '/') ? strrchr(b, '/') + 1 : b;
 	return realpath(da, ra) && realpath(db, rb) && !strcmp(ra, rb) && !strcmp(na, nb);
@@ -150,7 +138,7 @@ static int output_ok(const struct io_path *o)
 	if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
 		return ap_err(AP_EINPUT, o->path, 0, "is a directory (expected the path of a "
 			      "file for %s)", o->opt);
-	dir_part(o->path, dir, sizeof dir);
+	path_dir(o->path, dir, sizeof dir);
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		return ap_err(AP_EINPUT, o->path, 0, "cannot write %s: no directory '%s'", o->opt,
 			      dir);

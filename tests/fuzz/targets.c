@@ -247,16 +247,15 @@ static int run_cluster(const uint8_t *data, size_t size)
  * `autopar sim` does first, read, then checked against 1x2:v100. */
 static int run_plan(const uint8_t *data, size_t size)
 {
-	char path[PATH_MAX], model[256], cl[256], prof[64];
+	char path[PATH_MAX];
+	struct plan_head head;
 	struct plan p;
-	int64_t batch;
 	int rc;
 
 	if (write_file(tmp_path(path, sizeof path, "in.json"), data, size))
 		return AP_EFAIL;
 	arm();
-	rc = checked(plan_peek(path, model, sizeof model, cl, sizeof cl, prof, sizeof prof,
-			       &batch));
+	rc = checked(plan_peek(path, &head));
 	if (rc != AP_OK && rc != AP_EINPUT)
 		return rc;
 	plan_init(&p); /* plan_read() releases what p held */
