@@ -155,6 +155,9 @@ static const struct {
 	  "%D/pc.json: ", "the output of --trace is the input PLAN" },
 	{ "mc.model", PLAN_MODEL, NULL, NULL, "plan -m %D/mc.model -c 1x2:v100 -P dp "
 	  "-o %D/mc.model", "%D/mc.model: ", "the output of -o is the input -m" },
+	/* a .json model is Piper's input, whatever it holds */
+	{ "arr.json", "[1, 2]\n", NULL, NULL, "models %D/arr.json", "%D/arr.json: ",
+	  "expected an object (Piper's JSON input)" },
 	/* a directory as a matrix */
 	{ NULL, NULL, NULL, NULL, "bench %D -o %D/b.csv", "%D: ", "Is a directory" },
 	/* an output that is a directory, or in a missing one: both usage */
