@@ -257,6 +257,22 @@ static int run_in(const char *sub, const char *args, char *out, size_t len)
 	return test_shell(cmd, out, len);
 }
 
+/* Writes the plan at path, less its line of field key, to %D/to. */
+static void drop_field(const char *path, const char *key, const char *to)
+{
+	char text[8192], *at, *start, *end;
+
+	test_read_file(path, text, sizeof text);
+	at = strstr(text, key);
+	assert_non_null(at);
+	for (start = at; start > text && start[-1] != '\n'; start--)
+		;
+	end = strchr(at, '\n');
+	assert_non_null(end);
+	memmove(start, end + 1, strlen(end + 1) + 1);
+	assert_non_null(tmp_write(to, text));
+}
+
 /* A plan made from a model file records where it came from: sim, run
  * --check and check load that file from any working directory, and a
  * model of the zoo with the same name cannot stand in for it. */
@@ -265,7 +281,7 @@ static void test_plan_source(void **state)
 	/* named like the zoo's mlp, with another graph and batch */
 	static const char model[] = "model mlp\nbatch 4\ninput x c=6\nlinear fc x out=4\n"
 				    "loss l fc\n";
-	char mk[1024], out[8192], plan[600], *cut;
+	char mk[1024], out[8192], plan[600];
 
 	(void)state;
 	snprintf(mk, sizeof mk, "mkdir -p '%1$s/ps/src/dir' '%1$s/ps/plans' '%1$s/ps/cwd'",
@@ -292,11 +308,7 @@ static void test_plan_source(void **state)
 		fail_msg("run --check from another directory: %s", out);
 	/* a profile edited since, or named by a path the plan did not record:
 	 * refused before any of it is read */
-	test_read_file(plan, out, sizeof out);
-	cut = strstr(out, "\"profile_dir\"");
-	assert_non_null(cut);
-	memmove(cut, strchr(cut, '\n') + 1, strlen(strchr(cut, '\n') + 1) + 1);
-	assert_non_null(tmp_write("ps/plans/r.json", out));
+	drop_field(plan, "profile_dir", "ps/plans/r.json");
 	assert_int_equal(run_in("ps/cwd", "sim ../plans/r.json", out, sizeof out), 2);
 	assert_non_null(strstr(out, "r.json: profile: expected a profile of profiles/ by name"));
 	snprintf(mk, sizeof mk, "echo '# x' >> '%s/ps/src/prof/ops.csv'", tmp_dir());
@@ -311,11 +323,7 @@ static void test_plan_source(void **state)
 	assert_non_null(strstr(out, "is not the model this plan was made from"));
 	/* without its model_file, the name would pick the zoo's mlp: refused
 	 * by the digest */
-	test_read_file(plan, out, sizeof out);
-	cut = strstr(out, "\"model_file\"");
-	assert_non_null(cut);
-	memmove(cut, strchr(cut, '\n') + 1, strlen(strchr(cut, '\n') + 1) + 1);
-	assert_non_null(tmp_write("ps/plans/q.json", out));
+	drop_field(plan, "model_file", "ps/plans/q.json");
 	assert_int_equal(run_in("ps/cwd", "sim ../plans/q.json -p cpu", out, sizeof out), 2);
 	if (!strstr(out, "q.json: model: 'mlp' is ") || !strstr(out, "models/mlp.model"))
 		fail_msg("a zoo model of the same name: %s", out);

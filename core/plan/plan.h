@@ -89,22 +89,23 @@ enum recompute {
 	RECOMPUTE_SELECTIVE,
 };
 
+/* Where a plan's model and profile came from (docs/formats.md, "Where a
+ * plan's model and profile come from"): the model file relative to the
+ * plan's directory when it was given as a file ("" for a name of the
+ * zoo) and the FNV-1a digest of its bytes (0: not recorded); the same for
+ * a profile given as a directory (its device.csv, then ops.csv).  JSON
+ * "model_file", "model_digest", "profile_dir", "profile_digest". */
+struct plan_source {
+	char model_file[PLAN_PATH_LEN], profile_dir[PLAN_PATH_LEN];
+	uint64_t model_digest, profile_digest;
+};
+
 struct plan {
 	/* plan_read() refuses a longer name rather than cut it. */
 	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN];
 	char profile[PLAN_NAME_LEN], planner[PLAN_NAME_LEN];
 	int64_t batch;
-	/* Where the model came from (docs/formats.md, "Plan"): the model file
-	 * relative to the plan's directory when it was given as a file (""
-	 * for a name of the zoo), and the FNV-1a digest of the bytes it was
-	 * read from (0: not recorded).  JSON "model_file", "model_digest". */
-	char model_file[PLAN_PATH_LEN];
-	uint64_t model_digest;
-	/* The same for a profile given as a directory (its device.csv, then
-	 * ops.csv); "" and 0 for a profile of profiles/ by name.  JSON
-	 * "profile_dir", "profile_digest". */
-	char profile_dir[PLAN_PATH_LEN];
-	uint64_t profile_digest;
+	struct plan_source src;
 	/* Weak scaling: the batch per device the instance was made with
 	 * (batch = it x the cluster's devices); 0 for a global batch (strong
 	 * scaling).  JSON "per_device_batch", written when above 0. */

@@ -22,13 +22,12 @@ int plan_read(const char *path, const struct graph *g, struct plan *p);
 /* What a plan file was made for, read before its model is loaded
  * (plan_read() needs the graph): the model, cluster, profile ("" when
  * the plan names none), batch, and where the model and profile came from
- * (struct plan's model_file, profile_dir and their digests).  The file's format and version are
+ * (struct plan_source).  The file's format and version are
  * checked; errors read as plan_read()'s. */
 struct plan_head {
 	char model[PLAN_NAME_LEN], cluster[PLAN_NAME_LEN], profile[PLAN_NAME_LEN];
 	int64_t batch;
-	char model_file[PLAN_PATH_LEN], profile_dir[PLAN_PATH_LEN];
-	uint64_t model_digest, profile_digest;
+	struct plan_source src;
 };
 int plan_peek(const char *path, struct plan_head *h);
 /* Writes atomically, pretty-printed, ops in graph order. */

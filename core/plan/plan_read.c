@@ -230,7 +230,7 @@ static int get_string(const char *path, json_t *obj, const char *prefix,
 	return AP_OK;
 }
 
-/* Where an input came from (struct plan): key, any path (the command
+/* Where an input came from (struct plan_source): key, any path (the command
  * that loads it checks the file against the digest), and dkey, "fnv1a64:"
  * and 16 hex digits. */
 static int get_source(const char *path, json_t *root, const char *key, char *file, size_t len,
@@ -252,6 +252,16 @@ static int get_source(const char *path, json_t *root, const char *key, char *fil
 		return ap_err(AP_EINPUT, path, 0, "%s: expected 'fnv1a64:' and 16 lower-case "
 			      "hex digits, not all zero, got '%s'", dkey, d);
 	return AP_OK;
+}
+
+static int get_sources(const char *path, json_t *root, struct plan_source *src)
+{
+	int st = get_source(path, root, "model_file", src->model_file, sizeof src->model_file,
+			    "model_digest", &src->model_digest);
+
+	return st ? st : get_source(path, root, "profile_dir", src->profile_dir,
+				    sizeof src->profile_dir, "profile_digest",
+				    &src->profile_digest);
 }
 
 /* An array of device or stage ids.  Ranges are checked by plan_validate(),
@@ -629,11 +639,7 @@ static int read_root(const char *path, json_t *root, const struct graph *g,
 	if (!st)
 		st = get_string(path, root, NULL, "model", 1, p->model, sizeof p->model);
 	if (!st)
-		st = get_source(path, root, "model_file", p->model_file, sizeof p->model_file,
-				"model_digest", &p->model_digest);
-	if (!st)
-		st = get_source(path, root, "profile_dir", p->profile_dir, sizeof p->profile_dir,
-				"profile_digest", &p->profile_digest);
+		st = get_sources(path, root, &p->src);
 	if (!st)
 		st = get_int(path, root, NULL, "batch", 1, 1, &p->batch);
 	if (!st)
@@ -713,11 +719,7 @@ int plan_peek(const char *path, struct plan_head *h)
 	if (!st)
 		st = get_string(path, root, NULL, "model", 1, h->model, sizeof h->model);
 	if (!st)
-		st = get_source(path, root, "model_file", h->model_file, sizeof h->model_file,
-				"model_digest", &h->model_digest);
-	if (!st)
-		st = get_source(path, root, "profile_dir", h->profile_dir, sizeof h->profile_dir,
-				"profile_digest", &h->profile_digest);
+		st = get_sources(path, root, &h->src);
 	if (!st)
 		st = get_string(path, root, NULL, "cluster", 1, h->cluster, sizeof h->cluster);
 	if (!st)

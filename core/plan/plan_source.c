@@ -101,19 +101,19 @@ int plan_set_source(struct plan *p, const char *model_arg, const char *prof_arg,
 	char src[PATH_MAX];
 	int st = AP_OK;
 
-	p->model_file[0] = p->profile_dir[0] = 0;
-	p->profile_digest = 0;
+	p->src.model_file[0] = p->src.profile_dir[0] = 0;
+	p->src.profile_digest = 0;
 	model_source(model_arg, src, sizeof src);
-	if (digest_of(src, 0, &p->model_digest))
+	if (digest_of(src, 0, &p->src.model_digest))
 		return ap_err(AP_EINPUT, src, 0, "cannot read the model: %m");
 	/* a name: the plan's "model" says it */
 	if (strcmp(src, model_arg) == 0)
-		st = locate(plan_path, src, p->model_file, sizeof p->model_file);
+		st = locate(plan_path, src, p->src.model_file, sizeof p->src.model_file);
 	if (st || !prof_arg || strcmp(profile_dir(src, sizeof src, prof_arg), prof_arg))
 		return st;
-	if (digest_of(prof_arg, 1, &p->profile_digest))
+	if (digest_of(prof_arg, 1, &p->src.profile_digest))
 		return ap_err(AP_EINPUT, prof_arg, 0, "cannot read the profile: %m");
-	return locate(plan_path, prof_arg, p->profile_dir, sizeof p->profile_dir);
+	return locate(plan_path, prof_arg, p->src.profile_dir, sizeof p->src.profile_dir);
 }
 
 /* Whether name is one path component that names nothing above it. */
@@ -204,17 +204,17 @@ int plan_source_resolve(const char *plan_path, const struct plan_head *h, char *
 	uint64_t d;
 	int st;
 
-	if (h->model_file[0])
-		return recorded(plan_path, "model_file", h->model_file, h->model_digest, 0, out,
+	if (h->src.model_file[0])
+		return recorded(plan_path, "model_file", h->src.model_file, h->src.model_digest, 0, out,
 				len);
 	st = by_name(plan_path, h->model, out, len);
-	if (st || !h->model_digest)
+	if (st || !h->src.model_digest)
 		return st;
 	model_source(out, src, sizeof src);
 	if (digest_of(src, 0, &d))
 		return ap_err(AP_EINPUT, plan_path, 0, "model: '%s': cannot read %s: %m",
 			      h->model, src);
-	if (d != h->model_digest)
+	if (d != h->src.model_digest)
 		return ap_err(AP_EINPUT, plan_path, 0, "model: '%s' is %s, which is not the model "
 			      "this plan was made from (its digest differs; give the model "
 			      "with -m)", h->model, src);
@@ -224,8 +224,8 @@ int plan_source_resolve(const char *plan_path, const struct plan_head *h, char *
 int plan_profile_resolve(const char *plan_path, const struct plan_head *h, char *out,
 			 size_t len)
 {
-	if (h->profile_dir[0])
-		return recorded(plan_path, "profile_dir", h->profile_dir, h->profile_digest, 1,
+	if (h->src.profile_dir[0])
+		return recorded(plan_path, "profile_dir", h->src.profile_dir, h->src.profile_digest, 1,
 				out, len);
 	if (h->profile[0] && !plain_name(h->profile))
 		return ap_err(AP_EINPUT, plan_path, 0, "profile: expected a profile of profiles/ "

@@ -127,14 +127,15 @@ static json_t *build_root(const struct plan *p, const struct graph *g)
 	bad = put(bad, root, "format", json_string(PLAN_FORMAT));
 	bad = put(bad, root, "version", json_integer(PLAN_VERSION));
 	bad = put(bad, root, "model", json_string(p->model));
-	bad = put_source(bad, root, "model_file", p->model_file, "model_digest", p->model_digest);
+	bad = put_source(bad, root, "model_file", p->src.model_file, "model_digest",
+			 p->src.model_digest);
 	bad = put(bad, root, "batch", json_integer(p->batch));
 	if (p->per_device_batch > 0)
 		bad = put(bad, root, "per_device_batch", json_integer(p->per_device_batch));
 	bad = put(bad, root, "cluster", json_string(p->cluster));
 	bad = put(bad, root, "profile", json_string(p->profile));
-	bad = put_source(bad, root, "profile_dir", p->profile_dir, "profile_digest",
-			 p->profile_digest);
+	bad = put_source(bad, root, "profile_dir", p->src.profile_dir, "profile_digest",
+			 p->src.profile_digest);
 	bad = put(bad, root, "planner", json_string(p->planner));
 
 	bad = put(bad, search, "seconds", json_real(p->search_s));
