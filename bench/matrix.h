@@ -10,7 +10,7 @@
  *     clusters pipedream-a summit-4x4
  *     planners all           # or names; all = every registered planner
  *     seeds    1 2           # default 1
- *     budget   10            # seconds per search (default 10)
+ *     budget   10            # seconds per search (default 10; 0: no limit)
  *     end
  *
  * Errors name file:line and what was expected.

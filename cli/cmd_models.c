@@ -5,6 +5,7 @@
  * operator.  `autopar models import` is cli/cmd_import.c.
  */
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +17,34 @@
 #include "model/model_io.h"
 #include "model/ops.h"
 
+/* A total of the table in `width` columns: v, or v / scale with `prec`
+ * decimals; one held at INT64_MAX (graph_totals()) passed 2^63 and says
+ * so instead of showing a number it is not. */
+static void put_total(int64_t v, double scale, int width, int prec)
+{
+	if (v == INT64_MAX)
+		printf(" %*s", width, ">2^63");
+	else if (scale == 1)
+		printf(" %*lld", width, (long long)v);
+	else
+		printf(" %*.*f", width, prec, (double)v / scale);
+}
+
 static void summary_row(const struct graph *g, int csv)
 {
 	struct graph_totals t;
 
 	graph_totals(g, &t);
-	if (csv)
+	if (csv) {
 		printf("%s,%lld,%d,%lld,%.6f,%lld\n", g->name, (long long)g->batch, g->nops,
 		       (long long)t.params, (double)t.fwd_macs / 1e9, (long long)t.act_bytes);
-	else
-		printf("%-24s %6lld %6d %14lld %12.3f %14.3f\n", g->name,
-		       (long long)g->batch, g->nops, (long long)t.params,
-		       (double)t.fwd_macs / 1e9, (double)t.act_bytes / 1e9);
+		return;
+	}
+	printf("%-24s %6lld %6d", g->name, (long long)g->batch, g->nops);
+	put_total(t.params, 1, 14, 0);
+	put_total(t.fwd_macs, 1e9, 12, 3);
+	put_total(t.act_bytes, 1e9, 14, 3);
+	putchar('\n');
 }
 
 static void summary_header(int csv)

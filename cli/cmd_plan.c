@@ -145,7 +145,8 @@ const struct command cmd_plan = {
 		 "                      batch growing with the cluster (weak scaling, the\n"
 		 "                      papers' data-parallel convention); 0/dev: the\n"
 		 "                      model's own batch per device\n"
-		 "  --budget S          search time budget in seconds (default 10)\n"
+		 "  --budget S          search time budget in seconds (default 10; 0: no\n"
+		 "                      limit)\n"
 		 "  --seed N            seed for randomised planners (default 1)\n"
 		 "  -o, --output FILE   where to write the plan\n",
 	.run = run,

@@ -65,7 +65,9 @@ static void print_summary(const struct plan_inputs *in, const struct sim_result 
 	printf("  bubble       %.1f %%\n", fabs(r->bubble) < 5e-4 ? 0.0 : r->bubble * 100);
 	fmt_bytes(peak, sizeof peak, (double)r->peak_mem_bytes);
 	fmt_bytes(cap, sizeof cap, (double)r->mem_bytes);
-	fmt_bytes(w, sizeof w, (double)(m->weights + m->grads + m->opt_state + m->stash));
+	/* in doubles: a saturated total must not wrap the sum */
+	fmt_bytes(w, sizeof w, (double)m->weights + (double)m->grads + (double)m->opt_state +
+				       (double)m->stash);
 	fmt_bytes(a, sizeof a, (double)m->act);
 	printf("  memory       peak %s on device %d of %s (weights, gradients, %s state%s: %s; activations: %s)%s\n",
 	       peak, r->peak_dev, cap, optimizer_name(opt),
@@ -169,6 +171,9 @@ static int time_runs(struct sim *s, const struct plan *pl, const struct sim_opts
 	return st;
 }
 
+/* --repeat's most runs: a median of more says nothing new. */
+#define SIM_MAX_REPEAT 10000
+
 static int run(int argc, char **argv)
 {
 	const char *model = NULL, *cspec = NULL, *prof = NULL, *trace = NULL;
@@ -201,6 +206,9 @@ static int run(int argc, char **argv)
 	if (npos != 1)
 		return ap_err(AP_EINPUT, "sim", 0,
 			      "expected one plan file (see autopar help sim)");
+	if (repeat > SIM_MAX_REPEAT)
+		return ap_err(AP_EINPUT, "--repeat", 0, "expected at most %d runs, got %lld",
+			      SIM_MAX_REPEAT, repeat);
 	if (optimizer_parse(optname, &o.optimizer) != 0)
 		return ap_err(AP_EINPUT, "--optimizer", 0,
 			      "unknown optimizer '%s' (expected sgd or adam)", optname);
@@ -265,6 +273,7 @@ const struct command cmd_sim = {
 		 "                      that names its own (training.optimizer) uses it\n"
 		 "  --microbatches N    simulate with N micro-batches instead of the plan's\n"
 		 "                      (a stage that names its own count keeps it)\n"
-		 "  --repeat N          then time N more simulations and print the median\n",
+		 "  --repeat N          then time N more simulations and print the median\n"
+		 "                      (at most 10000)\n",
 	.run = run,
 };

@@ -88,7 +88,9 @@ struct planner_input planner_input_of(const struct instance *x, double budget_s,
 				       .per_device_batch = x->per_device_batch };
 }
 
-/* Runs pl on in with its options completed into *opts. */
+/* Runs pl on in with its options completed into *opts.  A budget of 0
+ * (`--budget 0`, `budget 0` in a matrix) means no limit, for every
+ * planner alike: they see INFINITY, a deadline never reached. */
 static int run_planner(const struct planner *pl, const struct planner_input *input,
 		       struct planner_opts *opts, struct plan *out)
 {
@@ -101,6 +103,8 @@ static int run_planner(const struct planner *pl, const struct planner_input *inp
 	planner_opts_complete(pl, opts);
 	full.opts = opts;
 	full.planner = pl;
+	if (full.budget_s == 0)
+		full.budget_s = INFINITY;
 	return pl->plan(&full, out);
 }
 

@@ -13,7 +13,8 @@
 #include "planner.h"
 
 /* The input of a search on instance x (its graph, profile, cluster and
- * per-device batch), with budget, seed and options (NULL: the defaults). */
+ * per-device batch), with budget (0: no limit), seed and options (NULL:
+ * the defaults). */
 struct planner_input planner_input_of(const struct instance *x, double budget_s,
 				      uint64_t seed, const struct planner_opts *opts);
 

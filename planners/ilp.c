@@ -59,11 +59,16 @@ static const char *glp_msg(int rc)
 				      glp_msg(glp_rc_), glp_rc_);                     \
 	} while (0)
 
+/* GLPK's time limit for t seconds: at least 1 ms, and an int however
+ * long t is (an unlimited budget is INFINITY, driver.c). */
+static int ms_of(double t)
+{
+	return t <= 0.001 ? 1 : t > 1e6 ? 1000000000 : (int)(t * 1e3);
+}
+
 static int ms_left(double deadline)
 {
-	double t = deadline - now_s();
-
-	return t <= 0.001 ? 1 : t > 1e6 ? 1000000000 : (int)(t * 1e3);
+	return ms_of(deadline - now_s());
 }
 
 /* Solves the relaxation; lp_ms is INFINITY when it is infeasible. */
@@ -259,7 +264,7 @@ static int solve(struct search *se, int k, double deadline, double share_s)
 	ip.presolve = GLP_OFF;
 	ip.cb_func = callback;
 	ip.cb_info = &ci;
-	ip.tm_lim = (int)(1e3 * fmax(0.001, fmin(share_s, deadline - now_s())));
+	ip.tm_lim = ms_of(fmin(share_s, deadline - now_s()));
 	rc = glp_intopt(sb->P, &ip);
 	free(vals);
 	se->glpk_s += now_s() - t0;

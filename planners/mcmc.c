@@ -37,7 +37,8 @@
  * Chains start from `dp`, `owt` and then random plans (section 6.2 uses
  * data parallelism, an expert strategy and random ones), `chains` of them
  * with an equal share of the budget each.  A chain stops when its share
- * of the time is spent, after `proposals` proposals (0: no limit), or
+ * of the time is spent (never, without a budget: the driver's INFINITY
+ * for --budget 0), after `proposals` proposals (0: no limit), or
  * when the best plan has not improved during the last half of its
  * proposals (counted, not timed, so a search that ends that way is the
  * same for the same seed however busy the machine is).  That last rule

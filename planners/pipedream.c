@@ -17,12 +17,29 @@
  * the minimum over one stage of j replicas and over every cut c and
  * replication r of the last stage of max(A[l][j - r][a, c), T([c, b), r)).
  * The top level is solved for ranges starting at 0 only.  Times are per
- * minibatch; units times the objective is the time of the batch, which
- * compares with the simulator's iteration time and is recorded as
- * planner_est_ms.  Replicas synchronise every round under PipeDream's
- * asynchronous 1F1B (the sync terms of pipedream_cost.c, per minibatch),
- * once a step under PipeDream-Flush (the terms times r / units,
- * sync_share() there).
+ * minibatch, `units` of which make the batch; units times the objective is
+ * the time of the batch, recorded as planner_est_ms.  Replicas
+ * synchronise and step every round under PipeDream's asynchronous 1F1B
+ * (the sync terms of pipedream_cost.c, per minibatch), once a step under
+ * PipeDream-Flush (the terms times r / units, sync_share() there).
+ *
+ * The minibatch.  A pipeline under 1F1B (or async-predict) runs the DP's
+ * minibatches as its micro-batches, so the objective is the simulated
+ * time of the plan it emits at the batch given (the simulator counts
+ * those schedules by their busiest resource, the steady state the DP
+ * balances): were the DP's minibatch the batch and the plan's
+ * micro-batches eight of them, a stage of 8 replicas would all-reduce
+ * once a batch where the DP counted once in 8.  The minibatch is the
+ * per-device batch under weak scaling (PipeDream's profiled minibatch),
+ * else the batch itself: every count prices the same compute and
+ * transfers, but a replicated stage all-reduces and steps once a round of
+ * its replicas, so the fewest micro-batches are the fastest.  Where no
+ * plan of that minibatch fits (the DP's memory term, then the simulated
+ * peak of the plan), the DP is solved again for ever smaller ones
+ * (search()).  PipeDream-Flush keeps the DP's minibatch (the batch, or
+ * the per-device batch) and chooses its micro-batches after it (below);
+ * its estimate leaves the pipeline's fill and drain, and replicas that
+ * the micro-batches do not divide, to the simulator.
  *
  * Replicated stages are PipeDream's: the r replicas of a stage take
  * whole micro-batches in turn (round robin, the plan's stage `replicas`)
@@ -36,13 +53,18 @@
  * replica per device; PipeDream's 1F1B with weight stashing (`1f1b-async`)
  * or PipeDream-Flush (`1f1b-flush`).  A plan of one stage is data
  * parallelism, which PipeDream runs synchronously: it is flushed, and each
- * micro-batch is split along n over the devices.  Micro-batches: with a
- * batch per device (weak scaling, planner_input.per_device_batch) the
- * micro-batch is that batch, PipeDream's profiled minibatch; otherwise
- * NOAM = ceil(workers / replicas of the input stage).  The nearest
- * divisor of the batch is taken, first one that every stage's replicas
- * divide (a flushed step is then balanced, and an asynchronous step holds
- * whole rounds, which the runtime needs).
+ * micro-batch is split along n over the devices where they divide the
+ * batch.  A flushed plan's micro-batches: with a batch per device (weak
+ * scaling, planner_input.per_device_batch) the count that makes the
+ * micro-batch that batch, PipeDream's profiled minibatch; otherwise NOAM
+ * = ceil(workers / replicas of the input stage); the nearest divisor of
+ * the batch is taken, first one that every stage's replicas divide (the
+ * step is then balanced), and the nearest after it whose simulated peak
+ * memory fits.  The DP prices data parallelism at the first of them, and
+ * the estimate at the count chosen (pd_flushed_dp()).  An asynchronous
+ * pipeline whose replicas do not divide its micro-batches (all of them
+ * where the batch is one micro-batch) simulates as it runs in turn across
+ * iterations; the runtime runs whole rounds only (docs/runtime.md).
  *
  * `schedule=async-predict` plans for that schedule (core/sched.c): every
  * stage runs a forward beside a backward, so its period is its forward
@@ -116,7 +138,8 @@ static void best_split(struct pd *pd, int l, int j, int a, int b)
 
 			if (nics && isfinite(x))
 				x = fmax(x, pd_nic_loads(pd, j - r, c, b, r,
-							 pd->lastrep[at(pd, r, b, c)] < 0, 0));
+							 pd->lastrep[at(pd, r, b, c)] < 0,
+							 pd->lastnic[at(pd, r, b, c)], 0));
 
 			if (x < v) {
 				v = x;
@@ -130,7 +153,8 @@ static void best_split(struct pd *pd, int l, int j, int a, int b)
 			set_cell(L, cell, v, arg, j - r, pd->lastrep[at(pd, r, b, arg)]);
 			if (nics)
 				pd_nic_loads(pd, j - r, arg, b, r,
-					     pd->lastrep[at(pd, r, b, arg)] < 0, j);
+					     pd->lastrep[at(pd, r, b, arg)] < 0,
+					     pd->lastnic[at(pd, r, b, arg)], j);
 		}
 	}
 }
@@ -159,23 +183,25 @@ static int solve_level(struct pd *pd, int l, int amax)
 				    pd_admissible(pd, l, a, b) &&
 				    pd_fits(pd, l, a, b, (M - 1) / j)) {
 					int rep;
-					double t = pd_stage_time(pd, l, a, b, j, 0, &rep);
+					double nic, t = pd_stage_time(pd, l, a, b, j, 0, &rep, &nic);
 
 					set_cell(L, at(pd, j, a, b), t, -1, 0, rep);
 					if (l > 0 && pd->nic_k)
-						pd_nic_one(pd, j, b, j, 0);
+						pd_nic_one(pd, j, b, j, 0, nic);
 				}
 	/* the last stage of a split, [c, b) on r replicas, by r, b, c */
 	for (int r = 1; r < M; r++)
 		for (int b = 1; b <= n; b++)
 			for (int c = 0; c < b; c++) {
 				int rep = r;
+				double nic = 0;
 
 				pd->last[at(pd, r, b, c)] =
 					pd_admissible(pd, l, c, b)
-						? pd_stage_time(pd, l, c, b, r, 1, &rep)
+						? pd_stage_time(pd, l, c, b, r, 1, &rep, &nic)
 						: INFINITY;
 				pd->lastrep[at(pd, r, b, c)] = rep;
+				pd->lastnic[at(pd, r, b, c)] = nic;
 			}
 	for (int j = 1; j <= M; j++) {
 		if (now_s() > pd->deadline)
@@ -190,7 +216,7 @@ static int solve_level(struct pd *pd, int l, int amax)
 				if (pd->fewer && j > 1 && L->t[at(pd, j - 1, a, b)] < L->t[cell]) {
 					copy_cell(L, cell, at(pd, j - 1, a, b));
 					if (l > 0 && pd->nic_k)
-						pd_nic_one(pd, j, b, 0, j - 1);
+						pd_nic_one(pd, j, b, 0, j - 1, 0);
 				}
 				if (j > 1 && b - a > 1)
 					best_split(pd, l, j, a, b);
@@ -280,14 +306,20 @@ static int emit(struct pd *pd, int l, int a, int b, int j, const int *bases, int
 	return rc;
 }
 
-/* The n split of a plan's stages: a plan of one stage is data
- * parallelism, each micro-batch split along n over the devices where
- * they divide the batch (the same work as PipeDream's, every worker its
- * own minibatch and the gradients all-reduced once a step); otherwise
- * every device is a round-robin replica. */
+/* The n split of a plan of one stage on ndev devices, data parallelism:
+ * each micro-batch split along n over the devices where they divide the
+ * batch (the same work as PipeDream's, every worker its own minibatch and
+ * the gradients all-reduced once a step); otherwise every device is a
+ * round-robin replica. */
+static int split_over(const struct pd *pd, int ndev)
+{
+	return pd->input->g->batch % ndev == 0 ? ndev : 1;
+}
+
+/* The n split of the plan's stages: none but in a plan of one stage. */
 static int nsplit(const struct pd *pd)
 {
-	return pd->nst == 1 && pd->input->g->batch % pd->st[0].ndev == 0 ? pd->st[0].ndev : 1;
+	return pd->nst == 1 ? split_over(pd, pd->st[0].ndev) : 1;
 }
 
 /* Fills out with the stages and m micro-batches.  A stage of several
@@ -312,10 +344,8 @@ static int fill_plan(const struct pd *pd, enum sched_kind sched, int m, struct p
 	return rc;
 }
 
-/* Whether micro-batch count x goes before y: a count every stage's
- * replicas divide first (a flushed step is then balanced, and an
- * asynchronous one holds whole rounds of its replicas, as the runtime
- * needs), then the nearer to the target, then the larger. */
+/* Whether count x goes before y: a count that l divides first (l = 1:
+ * any), then the nearer to the target, then the larger. */
 static int before(int x, int y, int target, int64_t l)
 {
 	int ex = x % l == 0, ey = y % l == 0, dx = abs(x - target), dy = abs(y - target);
@@ -325,19 +355,11 @@ static int before(int x, int y, int target, int64_t l)
 	return dx < dy || (dx == dy && x > y);
 }
 
-/* The micro-batch counts, divisors of the batch, in the order they are
- * tried.  The target is the micro-batch of the weak-scaling instance (the
- * per-device batch, as PipeDream's minibatch is what it profiled) or else
- * NOAM. */
-static int microbatch_choices(const struct pd *pd, int noam, int *mb,
-			      int cap)
+/* The divisors of q (at most cap of them) in the order before() gives. */
+static int divisors(int64_t q, int target, int64_t l, int *mb, int cap)
 {
-	int64_t q = pd->input->g->batch / nsplit(pd), l = 1, per = pd->input->per_device_batch;
-	int n = 0, target = per > 0 && q % per == 0 && pd->nst > 1 ? (int)(q / per) : noam;
+	int n = 0;
 
-	if (nsplit(pd) == 1)
-		for (int s = 0; s < pd->nst && l <= q; s++)
-			l = lcm64(l, pd->st[s].ndev);
 	for (int64_t d = 1; d * d <= q && n + 1 < cap; d++)
 		if (q % d == 0) {
 			mb[n++] = (int)d;
@@ -355,42 +377,67 @@ static int microbatch_choices(const struct pd *pd, int noam, int *mb,
 	return n;
 }
 
-/* Chooses the micro-batches (NOAM, or the nearest count that the plan
- * admits and whose simulated peak memory fits) and fills out. */
-static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct plan *out)
+/* The micro-batch counts of a flushed plan (PipeDream-Flush, or data
+ * parallelism), divisors of the batch, in the order they are tried: a
+ * count every stage's replicas divide first (the step is then balanced),
+ * then the nearest to the target: the weak-scaling instance's minibatches
+ * (the per-device batch, as PipeDream's minibatch is what it profiled),
+ * or else NOAM. */
+static int microbatch_choices(const struct pd *pd, int noam, int *mb, int cap)
 {
-	int W = 0, noam, mb[256], n, rc = AP_OK, tries = 0;
-	struct sim s;
-	struct sim_result r = { 0 };
+	int64_t q = pd->input->g->batch / nsplit(pd), l = 1, per = pd->input->per_device_batch;
+	int target = per > 0 && q % per == 0 && pd->nst > 1 ? (int)(q / per) : noam;
+
+	if (nsplit(pd) == 1)
+		for (int s = 0; s < pd->nst && l <= q; s++)
+			l = lcm64(l, pd->st[s].ndev);
+	return divisors(q, target, l, mb, cap);
+}
+
+/* Data parallelism on every device with m micro-batches, as fill_plan()
+ * emits it, priced (pd_dp_costs(), pd_flushed_dp()): m = 0, the count
+ * microbatch_choices() tries first, which the DP prices. */
+static int dp_shape(struct pd *pd, int m)
+{
+	int nd = cluster_ndevices(pd->input->c), split = split_over(pd, nd), first[256];
+	struct pd_stage all = { .ndev = nd };
+	struct pd one = *pd;
+
+	if (m == 0) {
+		one.nst = 1;
+		one.st = &all;
+		microbatch_choices(&one, 1, first, 256);
+		m = first[0];
+	}
+	return pd_dp_costs(pd, m * split, split > 1 ? m : (m + nd - 1) / nd);
+}
+
+/* Fills out with the plan's micro-batches and says whether its simulated
+ * peak memory fits (*fits; always, under memory=off, when s is NULL),
+ * the last simulation in *r.  A pipeline under an asynchronous schedule
+ * runs the DP's minibatches, `units` micro-batches, which its terms are
+ * of (a stage's replicas all-reduce once a round of r of them); a flushed
+ * plan takes the first of microbatch_choices() that fits. */
+static int choose_microbatches(struct pd *pd, enum sched_kind sched, struct sim *s,
+			       struct plan *out, int *tries, int *fits, struct sim_result *r)
+{
+	int W = 0, noam, mb[256], n = 1, rc = AP_OK;
 
 	for (int k = 0; k < pd->nst; k++)
 		W += pd->st[k].ndev;
 	noam = (W + pd->st[0].ndev - 1) / pd->st[0].ndev;
-	n = microbatch_choices(pd, noam, mb, 256);
-	if (pd->memory)
-		rc = sim_init(&s, pd->input->g, pd->input->p, pd->input->c);
-	for (int k = 0; k < n && !rc; k++) {
+	mb[0] = pd->units;
+	if (sched == SCHED_1F1B)
+		n = microbatch_choices(pd, noam, mb, 256);
+	*fits = 0;
+	for (int k = 0; k < n && !rc && !*fits; k++) {
 		rc = fill_plan(pd, sched, mb[k], out);
-		tries++;
-		if (rc || !pd->memory)
-			break;
-		rc = sim_run(&s, out, NULL, &r);
-		if (!rc && sim_fits(&r))
-			break;
-		if (!rc && k + 1 == n)
-			rc = ap_err(AP_EINPUT, "pipedream", 0, "the plan of '%s' (%d stages) "
-				    "needs %lld bytes on device %d, more than its %lld, at "
-				    "every micro-batch count it admits", pd->input->g->name,
-				    pd->nst, (long long)r.peak_mem_bytes, r.peak_dev,
-				    (long long)r.mem_bytes);
+		++*tries;
+		if (!rc && s)
+			rc = sim_run(s, out, NULL, r);
+		*fits = !rc && (!s || sim_fits(r));
 	}
-	if (pd->memory)
-		sim_release(&s);
-	if (!rc)
-		rc = plan_set_stat(out, "noam", noam);
-	if (!rc)
-		rc = plan_set_stat(out, "microbatch_tries", tries);
-	return rc;
+	return rc ? rc : plan_set_stat(out, "noam", noam);
 }
 
 /* --- the planner ---------------------------------------------------------- */
@@ -413,22 +460,26 @@ static void pd_release(struct pd *pd)
 {
 	free(pd->devs);
 	free(pd->order);
-	free(pd->obwd);
+	free(pd->dpt);
+	free(pd->dpb);
 	free(pd->ow);
 	free(pd->first);
 	free(pd->ct);
 	free(pd->cw);
 	free(pd->ca);
 	free(pd->cross);
-	free(pd->qin[0]);
-	free(pd->qin[1]);
+	free(pd->cn);
+	for (int q = 0; q < 4; q++)
+		free(pd->qin[q]);
 	free(pd->qofs);
 	free(pd->nic_k);
 	free(pd->nic_a);
 	free(pd->nic_r);
-	free(pd->nic_ld);
+	free(pd->nic_ld[0]);
+	free(pd->nic_ld[1]);
 	free(pd->last);
 	free(pd->lastrep);
+	free(pd->lastnic);
 	for (int l = 0; l < pd->nlv; l++) {
 		free(pd->lv[l].t);
 		free(pd->lv[l].split);
@@ -440,94 +491,202 @@ static void pd_release(struct pd *pd)
 	free(pd->st);
 }
 
-static int plan_pipedream(const struct planner_input *input, struct plan *out)
+/* The DP with pd->units minibatches in the batch: the units, then every
+ * level; *est the best time of the batch, infinite when no pipeline
+ * meets the constraints.  pd_release() frees what it allocates. */
+static int solve(struct pd *pd, double *est)
 {
-	struct pd pd = { .input = input, .nops = input->g->nops };
-	const char *sched = planner_choice(input, "schedule");
-	int top, base = 0, rc;
-	double est;
+	int rc, top;
 
-	pd.predict = !strcmp(sched, "async-predict");
-	pd.straight = planner_flag(input, "straight") || pd.predict;
-	pd.fewer = planner_flag(input, "fewer");
-	pd.paper = !strcmp(planner_choice(input, "cost"), "paper");
-	pd.placed = !strcmp(planner_choice(input, "cost"), "placed");
-	pd.memory = !strcmp(planner_choice(input, "memory"), "on");
-	pd.max_units = planner_int(input, "max-units");
-	pd.ratio = planner_real(input, "compression");
-	pd.units = input->per_device_batch > 0 && input->g->batch % input->per_device_batch == 0
-			   ? (int)(input->g->batch / input->per_device_batch) : 1;
-	pd.flush = !strcmp(sched, "1f1b-flush");
-	pd.deadline = now_s() + input->budget_s;
-	pd.mem = (double)(input->c->mem_bytes > 0 ? input->c->mem_bytes : input->p->dev.mem_bytes);
-	if (pd.ratio < 0)
-		return ap_err(AP_EINPUT, "pipedream", 0, "compression must be 0 (activation "
-			      "transfers not charged) or a positive ratio");
-	if (pd.max_units < 2)
-		return ap_err(AP_EINPUT, "pipedream", 0, "max-units must be at least 2");
-	if (pd.nops < 1)
-		return ap_err(AP_EINPUT, "pipedream", 0, "model '%s' has no operators",
-			      input->g->name);
-	levels(&pd);
-	pd.order = malloc((size_t)pd.nops * sizeof *pd.order);
-	pd.obwd = malloc((size_t)pd.nops * sizeof *pd.obwd);
-	pd.ow = malloc((size_t)pd.nops * sizeof *pd.ow);
-	pd.devs = malloc((size_t)cluster_ndevices(input->c) * sizeof *pd.devs);
-	if (!pd.order || !pd.obwd || !pd.ow || !pd.devs) {
-		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
-		goto out;
-	}
-	rc = pd_build_units(&pd);
-	for (int l = 0; l < pd.nlv && !rc; l++) {
-		if (l > 0 && pd.placed && pd.ratio > 0)
-			rc = pd_node_inputs(&pd);
+	levels(pd);
+	pd->order = malloc((size_t)pd->nops * sizeof *pd->order);
+	pd->ow = malloc((size_t)pd->nops * sizeof *pd->ow);
+	pd->dpt = malloc((size_t)pd->nops * sizeof *pd->dpt);
+	pd->dpb = malloc((size_t)pd->nops * sizeof *pd->dpb);
+	pd->devs = malloc((size_t)cluster_ndevices(pd->input->c) * sizeof *pd->devs);
+	if (!pd->order || !pd->ow || !pd->dpt || !pd->dpb || !pd->devs)
+		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+	rc = pd_build_units(pd);
+	if (!rc)
+		rc = dp_shape(pd, 0);
+	for (int l = 0; l < pd->nlv && !rc; l++) {
+		size_t size = at(pd, pd->lv[l].m + 1, 0, 0);
+
+		if (l > 0 && pd->placed && pd->ratio > 0)
+			rc = pd_node_inputs(pd);
 		if (rc)
 			break;
-		free(pd.last);
-		pd.last = malloc(at(&pd, pd.lv[l].m + 1, 0, 0) * sizeof *pd.last);
-		free(pd.lastrep);
-		pd.lastrep = malloc(at(&pd, pd.lv[l].m + 1, 0, 0) * sizeof *pd.lastrep);
-		rc = pd.last && pd.lastrep ? solve_level(&pd, l, l + 1 < pd.nlv ? pd.n : 1)
+		free(pd->last);
+		free(pd->lastrep);
+		free(pd->lastnic);
+		pd->last = malloc(size * sizeof *pd->last);
+		pd->lastrep = malloc(size * sizeof *pd->lastrep);
+		pd->lastnic = malloc(size * sizeof *pd->lastnic);
+		rc = pd->last && pd->lastrep && pd->lastnic
+			     ? solve_level(pd, l, l + 1 < pd->nlv ? pd->n : 1)
 			     : ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
+	top = pd->nlv - 1;
+	if (!rc)
+		*est = pd->units * pd->lv[top].t[at(pd, pd->lv[top].m, 0, pd->n)];
+	return rc;
+}
+
+/* The minibatches in the batch that the DP is solved for, in the order
+ * tried: each is an asynchronous pipeline's micro-batch count
+ * (choose_microbatches()), so that the DP's terms are those of the plan
+ * it emits at this batch.  Under weak scaling the per-device batch is
+ * PipeDream's minibatch (what it profiled), else the batch itself; then
+ * ever smaller minibatches, which only hold less memory: a plan's compute
+ * and transfers take as long at any count, but each replicated stage
+ * all-reduces and steps once a round of its replicas, so the fewest
+ * micro-batches take the least time.  PipeDream-Flush chooses its
+ * micro-batches after the DP (microbatch_choices()): one count. */
+static int unit_counts(const struct pd *pd, int *mb, int cap)
+{
+	const struct planner_input *in = pd->input;
+	int64_t per = in->per_device_batch;
+	int target = per > 0 && in->g->batch % per == 0 ? (int)(in->g->batch / per) : 1, n = 0;
+	int all = divisors(in->g->batch, target, 1, mb, cap);
+
+	if (pd->flush)
+		all = 1;
+	/* nearest first: those above the target come in ascending order */
+	for (int k = 0; k < all; k++)
+		if (mb[k] >= target)
+			mb[n++] = mb[k];
+	return n;
+}
+
+/* PipeDream-Flush, and data parallelism (one stage), which PipeDream
+ * runs synchronously, flush every step; else the asynchronous schedule. */
+static enum sched_kind schedule(const struct pd *pd)
+{
+	if (pd->flush || pd->nst == 1)
+		return SCHED_1F1B;
+	return pd->predict ? SCHED_ASYNC_PREDICT : SCHED_1F1B_ASYNC;
+}
+
+static int no_pipeline(const struct pd *pd)
+{
+	const struct planner_input *in = pd->input;
+
+	return ap_err(AP_EINPUT, "pipedream", 0, "no pipeline of '%s' on %d devices "
+		      "meets the constraints (%d units%s%s%s)%s", in->g->name,
+		      cluster_ndevices(in->c), pd->n,
+		      pd->tied ? ", tied weights holding what lies between them in one" : "",
+		      pd->straight ? ", one device per stage" : "",
+		      pd->memory ? ", each stage fitting a device's memory" : "",
+		      pd->fewer ? "" : "; 'fewer' lets it use fewer devices");
+}
+
+/* Solves the DP for each count of unit_counts() until its plan fits.
+ * Where no pipeline meets the constraints at a count, larger ones may
+ * (their memory constraint holds less activation per minibatch); where
+ * the largest count has none either, none has. */
+static int search(struct pd *pd, const struct pd *opt, struct sim *s, struct plan *out,
+		  int *tries, double *est)
+{
+	int counts[256], n = unit_counts(opt, counts, 256), fits = 0, base = 0;
+	int probed = 0, nst = 0, rc = AP_OK;
+	struct sim_result r = { 0 };
+
+	for (int k = 0; k < n && !rc && !fits; k++) {
+		pd_release(pd);
+		*pd = *opt;
+		pd->units = counts[k];
+		rc = solve(pd, est);
+		if (!rc && !isfinite(*est)) {
+			if (!probed && k + 1 < n) {
+				probed = 1;
+				pd_release(pd);
+				*pd = *opt;
+				pd->units = counts[n - 1];
+				rc = solve(pd, est);
+				if (!rc && !isfinite(*est))
+					break;
+			}
+			continue;
+		}
+		if (!rc)
+			rc = emit(pd, pd->nlv - 1, 0, pd->n, pd->lv[pd->nlv - 1].m, &base, 1);
+		if (!rc)
+			rc = choose_microbatches(pd, schedule(pd), s, out, tries, &fits, &r);
+		nst = pd->nst;
+		/* a flushed plan has tried every micro-batch count */
+		if (!rc && schedule(pd) == SCHED_1F1B)
+			break;
+	}
+	if (rc || fits)
+		return rc;
+	if (!nst)
+		return no_pipeline(pd);
+	return ap_err(AP_EINPUT, "pipedream", 0, "the plan of '%s' (%d stages) needs %lld bytes "
+		      "on device %d, more than its %lld, at every micro-batch count it admits",
+		      opt->input->g->name, nst, (long long)r.peak_mem_bytes, r.peak_dev,
+		      (long long)r.mem_bytes);
+}
+
+static int plan_pipedream(const struct planner_input *input, struct plan *out)
+{
+	struct pd opt = { .input = input, .nops = input->g->nops }, pd;
+	const char *sched = planner_choice(input, "schedule");
+	int top, rc, tries = 0;
+	struct sim s;
+	double est = INFINITY;
+
+	opt.predict = !strcmp(sched, "async-predict");
+	opt.straight = planner_flag(input, "straight") || opt.predict;
+	opt.fewer = planner_flag(input, "fewer");
+	opt.paper = !strcmp(planner_choice(input, "cost"), "paper");
+	opt.placed = !strcmp(planner_choice(input, "cost"), "placed");
+	opt.memory = !strcmp(planner_choice(input, "memory"), "on");
+	opt.max_units = planner_int(input, "max-units");
+	opt.ratio = planner_real(input, "compression");
+	opt.flush = !strcmp(sched, "1f1b-flush");
+	opt.deadline = now_s() + input->budget_s;
+	opt.mem = (double)(input->c->mem_bytes > 0 ? input->c->mem_bytes : input->p->dev.mem_bytes);
+	if (opt.ratio < 0)
+		return ap_err(AP_EINPUT, "pipedream", 0, "compression must be 0 (activation "
+			      "transfers not charged) or a positive ratio");
+	if (opt.max_units < 2)
+		return ap_err(AP_EINPUT, "pipedream", 0, "max-units must be at least 2");
+	if (opt.nops < 1)
+		return ap_err(AP_EINPUT, "pipedream", 0, "model '%s' has no operators",
+			      input->g->name);
+	pd = opt;
+	rc = opt.memory ? sim_init(&s, input->g, input->p, input->c) : AP_OK;
+	if (rc)
+		return rc;
+	rc = search(&pd, &opt, opt.memory ? &s : NULL, out, &tries, &est);
+	if (opt.memory)
+		sim_release(&s);
 	if (rc)
 		goto out;
 	top = pd.nlv - 1;
-	est = pd.units * pd.lv[top].t[at(&pd, pd.lv[top].m, 0, pd.n)];
-	if (!isfinite(est)) {
-		rc = ap_err(AP_EINPUT, "pipedream", 0, "no pipeline of '%s' on %d devices "
-			    "meets the constraints (%d units%s%s%s)%s", input->g->name,
-			    cluster_ndevices(input->c), pd.n,
-			    pd.tied ? ", tied weights holding what lies between them in one" : "",
-			    pd.straight ? ", one device per stage" : "",
-			    pd.memory ? ", each stage fitting a device's memory" : "",
-			    pd.fewer ? "" : "; 'fewer' lets it use fewer devices");
-		goto out;
+	/* data parallelism: priced again at the micro-batches chosen, whose
+	 * last bounds the all-reduces' overlap */
+	if (pd_whole(&pd, top, 0, pd.n, pd.lv[top].m) && pd.nst == 1 &&
+	    pd.st[0].ndev == cluster_ndevices(input->c)) {
+		rc = dp_shape(&pd, out->microbatches);
+		if (rc)
+			goto out;
+		est = pd.units * pd_flushed_dp(&pd);
 	}
-	rc = emit(&pd, top, 0, pd.n, pd.lv[top].m, &base, 1);
-	/* one stage is data parallelism, which PipeDream runs synchronously */
-	if (!rc)
-		rc = choose_microbatches(&pd, !strcmp(sched, "1f1b-flush") || pd.nst == 1
-						      ? SCHED_1F1B
-						      : pd.predict ? SCHED_ASYNC_PREDICT : SCHED_1F1B_ASYNC,
-					 out);
-	/* data parallelism: its last micro-batch, as chosen, bounds the
-	 * all-reduces' overlap */
-	if (!rc && pd_whole(&pd, top, 0, pd.n, pd.lv[top].m) && pd.nst == 1 &&
-	    pd.st[0].ndev == cluster_ndevices(input->c))
-		est = pd.units * pd_flushed_dp(&pd, (double)pd.units /
-						    ((double)out->microbatches * nsplit(&pd)));
 	out->est_ms = 1e3 * est;
 	/* the same cost model's data parallelism (one stage on every
 	 * device), the baseline the paper's speedups are over */
-	if (!rc)
-		rc = plan_set_stat(out, "dp_est_ms", 1e3 * pd.units * pd_dp_time(&pd));
+	rc = plan_set_stat(out, "dp_est_ms", 1e3 * pd.units * pd_dp_time(&pd));
 	if (!rc)
 		rc = plan_set_stat(out, "stages", pd.nst);
 	if (!rc)
 		rc = plan_set_stat(out, "replicas_input", pd.st[0].ndev);
 	if (!rc)
 		rc = plan_set_stat(out, "units", pd.n);
+	if (!rc)
+		rc = plan_set_stat(out, "minibatches", pd.units);
+	if (!rc)
+		rc = plan_set_stat(out, "microbatch_tries", tries);
 out:
 	pd_release(&pd);
 	return rc;

@@ -27,15 +27,18 @@
  * input has no backward; imported operators keep their measured times),
  * parameter bytes (cost_param_bytes(), the rule plan validation
  * uses), activation bytes, and the bytes crossing the cut before it.  The
- * minibatch is the reference's unit: under weak scaling the per-device
- * batch (the batch holds `units` of them), else the whole batch.
+ * minibatch is the reference's unit, the batch holds `units` of them, and
+ * pipedream.c chooses it (its top comment: a pipeline under 1F1B runs
+ * them as its micro-batches).
  *
  * Cost terms, `cost=placed` (the default): the reference optimizer's
- * (below), each sync term priced as the all-reduce the stage's replicas
- * run where the plan places them, cost_allreduce_s() (a ring inside a
- * node, hierarchical across nodes), added to the compute as the
- * reference adds it (a replica waits for its round's all-reduce; the
- * simulator counts it on the replicas' devices).  The reference's
+ * (below), each sync term priced as the all-reduces the stage's replicas
+ * run where the plan places them, one per operator with weights
+ * (cost_allreduce_spread_s(): a ring inside a node, hierarchical across
+ * nodes), added to the compute as the reference adds it (a replica waits
+ * for its round's all-reduce; the simulator counts it on the replicas'
+ * devices), and so is the optimizer's step over the stage's weights,
+ * which the reference leaves out (placed_update()).  The reference's
  * 4 (r - 1) W / (r B) is twice a ring's bytes and its node level syncs
  * the whole range across nodes once a round of r x d minibatches, where
  * the flattened plan's device-level stages each all-reduce across the
@@ -47,9 +50,12 @@
  * several nodes one stage may beat it; not under `straight`).  Two terms
  * refine the reference's where the plan runs otherwise than it assumes:
  *  - the whole model on every device is emitted as one stage, data
- *    parallelism, which PipeDream runs flushed: its all-reduces, one per
- *    operator in backward order on shared links, overlap the rest of the
- *    last micro-batch's backward (pd_flushed_dp(); the paper's recurrence
+ *    parallelism, which PipeDream runs flushed: each device computes its
+ *    shards of the micro-batches as the plan cuts them (pd_dp_costs():
+ *    split along n, or whole ones taken by round-robin replicas, at the
+ *    simulator's cost of a shard), and its all-reduces, one per operator
+ *    in backward order on shared links, overlap the rest of the last
+ *    micro-batch's backward (pd_flushed_dp(); the paper's recurrence
  *    takes the max of compute and sync for the same overlap);
  *  - across nodes a tensor goes from the stage that makes it to each
  *    device-level stage that consumes it, past the nodes between (GNMT's
@@ -58,15 +64,18 @@
  *    it receives, counted once per consuming device-level stage, and
  *    what it sends, both ways, over its replicas (pd_node_inputs(),
  *    pd_nic_loads()), where the reference charges 2 max(a_in, a_out) / B
- *    per stage.  What a stage sends is known once the stages after it
- *    are: the prefix DP keeps the NIC bytes of every stage of a cell's
- *    solution and adds to them as it appends a stage, so a cell's best
- *    solution is chosen on the NIC bytes of its own stages (the later
- *    stages' share of its NICs can make another solution of the prefix
- *    the better one; the DP does not revisit it).
+ *    per stage, and beside them the rings across nodes of the stage's
+ *    own all-reduces (nic_ring()).  What a stage sends is known once the
+ *    stages after it are: the prefix DP keeps the NIC time of every stage
+ *    of a cell's solution and adds to it as it appends a stage, so a
+ *    cell's best solution is chosen on the NIC time of its own stages
+ *    (the later stages' share of its NICs can make another solution of
+ *    the prefix the better one; the DP does not revisit it).
  * With these the estimate is the simulator's prediction of the emitted
- * plan within 2% on PipeDream's profiles, on one node and across nodes
- * (tests/test_pipedream_planner.c).
+ * plan within 2% on PipeDream's profiles, on one node and across nodes,
+ * at the model's own batch and at it on every device
+ * (tests/test_pipedream_planner.c, tests/test_estimates.c), but for
+ * PipeDream-Flush (pipedream.c).
  *
  * `cost=code`: the terms of the published reference optimizer verbatim,
  * as documented with the imported profiles:
@@ -169,7 +178,6 @@ static int op_numbers(struct pd *pd, double *t, double *w, double *act)
 			return rc;
 		t[k] = 1e-6 * (oc.fwd_us + oc.bwd_us);
 		w[k] = (double)cost_param_bytes(op, 1);
-		pd->obwd[k] = 1e-6 * oc.bwd_us;
 		pd->ow[k] = w[k];
 		act[k] = (double)op->out_bytes / pd->units;
 	}
@@ -254,7 +262,8 @@ int pd_build_units(struct pd *pd)
 	pd->cw = calloc((size_t)pd->n + 1, sizeof *pd->cw);
 	pd->ca = calloc((size_t)pd->n + 1, sizeof *pd->ca);
 	pd->cross = calloc((size_t)pd->n + 1, sizeof *pd->cross);
-	if (!pd->first || !pd->ct || !pd->cw || !pd->ca || !pd->cross) {
+	pd->cn = calloc((size_t)pd->n + 1, sizeof *pd->cn);
+	if (!pd->first || !pd->ct || !pd->cw || !pd->ca || !pd->cross || !pd->cn) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
@@ -263,10 +272,12 @@ int pd_build_units(struct pd *pd)
 		pd->ct[u + 1] = pd->ct[u];
 		pd->cw[u + 1] = pd->cw[u];
 		pd->ca[u + 1] = pd->ca[u];
+		pd->cn[u + 1] = pd->cn[u];
 		for (int k = cut[u]; k < cut[u + 1]; k++) {
 			pd->ct[u + 1] += t[k];
 			pd->cw[u + 1] += w[k];
 			pd->ca[u + 1] += act[k];
+			pd->cn[u + 1] += w[k] > 0;
 		}
 		pd->cross[u] = u ? xb[cut[u]] : 0;
 	}
@@ -290,51 +301,62 @@ out:
 /* --- the cost terms ------------------------------------------------------ */
 
 /* The bytes node-level stage [c, b) (variant v, struct pd) receives of the
- * tensors made before unit x <= c. */
-static double qin(const struct pd *pd, int v, int c, int b, int x)
+ * tensors made before unit x <= c: all of them (w = 0), or those whose
+ * gradients it sends back (w = 1). */
+static double qin(const struct pd *pd, int v, int w, int c, int b, int x)
 {
-	return pd->qin[v][pd->qofs[(size_t)c * ((size_t)pd->n + 1) + (size_t)b] + (size_t)x];
+	return pd->qin[2 * w + v][pd->qofs[(size_t)c * ((size_t)pd->n + 1) + (size_t)b] + (size_t)x];
 }
 
-/* cost=placed across nodes: the NIC bytes of the stages of [0, c) on j
- * nodes (the cell's, stored) once [c, b) on r nodes (variant vs) follows
- * them: each sends it what it receives of theirs, and takes back the
- * gradients, and [c, b) carries what it receives, both ways; into the
- * store of cell (jo, b) unless jo is 0.  Returns the busiest NIC's time,
- * per minibatch.  A stage's NICs carry what it receives and what it
- * sends, as the simulator sends it: to the very stage that consumes it,
- * past the nodes between. */
-double pd_nic_loads(struct pd *pd, int j, int c, int b, int r, int vs, int jo)
+/* cost=placed across nodes: the NIC time of the stages of [0, c) on j
+ * nodes (the cell's, stored) once [c, b) on r nodes (variant vs), whose
+ * own all-reduces keep its NICs busy ar seconds, follows them: each
+ * sends it what it receives of theirs and takes back their gradients,
+ * and [c, b) receives those and sends the gradients; into the store of
+ * cell (jo, b) unless jo is 0.  Returns the busiest NIC's time, sending
+ * or receiving, per minibatch.  A stage's NICs carry what it receives and
+ * what it sends, as the simulator sends it: to the very stage that
+ * consumes it, past the nodes between, a gradient back for every tensor
+ * but an input; and the inter-node rings of its all-reduces both ways
+ * (placed_time()). */
+double pd_nic_loads(struct pd *pd, int j, int c, int b, int r, int vs, double ar, int jo)
 {
 	const struct pd_level *L = &pd->lv[1];
 	size_t n1 = (size_t)pd->n + 1, h = (size_t)j * n1 + (size_t)c, o = (size_t)jo * n1 + (size_t)b;
 	int k = pd->nic_k[h], M = L->m;
-	double most = qin(pd, vs, c, b, c) / r;
+	double s = 1 / (L->bw * pd->ratio);
+	double in = qin(pd, vs, 0, c, b, c) / r * s + ar, out = qin(pd, vs, 1, c, b, c) / r * s + ar;
+	double most = fmax(in, out);
 
 	for (int i = 0; i < k; i++) {
 		int c0 = pd->nic_a[h * M + i], c1 = i + 1 < k ? pd->nic_a[h * M + i + 1] : c;
-		double ld = pd->nic_ld[h * M + i] +
-			    (qin(pd, vs, c, b, c1) - qin(pd, vs, c, b, c0)) / pd->nic_r[h * M + i];
+		double ri = pd->nic_r[h * M + i];
+		double tx = pd->nic_ld[1][h * M + i] +
+			    (qin(pd, vs, 0, c, b, c1) - qin(pd, vs, 0, c, b, c0)) / ri * s;
+		double rx = pd->nic_ld[0][h * M + i] +
+			    (qin(pd, vs, 1, c, b, c1) - qin(pd, vs, 1, c, b, c0)) / ri * s;
 
-		most = fmax(most, ld);
+		most = fmax(most, fmax(tx, rx));
 		if (jo) {
 			pd->nic_a[o * M + i] = c0;
 			pd->nic_r[o * M + i] = pd->nic_r[h * M + i];
-			pd->nic_ld[o * M + i] = ld;
+			pd->nic_ld[0][o * M + i] = rx;
+			pd->nic_ld[1][o * M + i] = tx;
 		}
 	}
 	if (jo) {
 		pd->nic_k[o] = k + 1;
 		pd->nic_a[o * M + k] = c;
 		pd->nic_r[o * M + k] = r;
-		pd->nic_ld[o * M + k] = qin(pd, vs, c, b, c) / r;
+		pd->nic_ld[0][o * M + k] = in;
+		pd->nic_ld[1][o * M + k] = out;
 	}
-	return most / (L->bw * pd->ratio);
+	return most;
 }
 
-/* The store of node-level cell (j, 0, b) as one stage of r nodes, or as
- * cell (f, 0, b)'s. */
-void pd_nic_one(struct pd *pd, int j, int b, int r, int f)
+/* The store of node-level cell (j, 0, b) as one stage of r nodes whose
+ * all-reduces keep its NICs busy ar seconds, or as cell (f, 0, b)'s. */
+void pd_nic_one(struct pd *pd, int j, int b, int r, int f, double ar)
 {
 	size_t n1 = (size_t)pd->n + 1, o = (size_t)j * n1 + (size_t)b, from = (size_t)f * n1 + (size_t)b;
 	int M = pd->lv[1].m;
@@ -343,30 +365,41 @@ void pd_nic_one(struct pd *pd, int j, int b, int r, int f)
 		pd->nic_k[o] = pd->nic_k[from];
 		memcpy(&pd->nic_a[o * M], &pd->nic_a[from * M], (size_t)M * sizeof *pd->nic_a);
 		memcpy(&pd->nic_r[o * M], &pd->nic_r[from * M], (size_t)M * sizeof *pd->nic_r);
-		memcpy(&pd->nic_ld[o * M], &pd->nic_ld[from * M], (size_t)M * sizeof *pd->nic_ld);
+		for (int d = 0; d < 2; d++)
+			memcpy(&pd->nic_ld[d][o * M], &pd->nic_ld[d][from * M],
+			       (size_t)M * sizeof *pd->nic_ld[d]);
 		return;
 	}
 	pd->nic_k[o] = 1;
 	pd->nic_a[o * M] = 0;
 	pd->nic_r[o * M] = r;
-	pd->nic_ld[o * M] = 0;
+	pd->nic_ld[0][o * M] = pd->nic_ld[1][o * M] = ar;
 }
 
 /* Fills qin for every node-level stage [c, b), once the node level's
  * solutions of every range are known.  The simulator sends a tensor once
  * to every device-level stage that consumes it (round-robin replicas
  * take each micro-batch on one of them), so a tensor that two stages of
- * a node consume crosses its NIC twice; a flat stage takes it once. */
+ * a node consume crosses its NIC twice; a flat stage takes it once.  Each
+ * crossing moves what its consumers there need of it (cost_need_bytes(),
+ * the simulator's rule: a concat needs only what it keeps), the most any
+ * of them needs, and pays the link's latency (cost_link_s()), counted as
+ * the bytes the NIC would move meanwhile.  An input has no gradient to
+ * send back (the simulator's rule, cost_op()'s). */
 int pd_node_inputs(struct pd *pd)
 {
 	const struct graph *g = pd->input->g;
 	const struct pd_level *L0 = &pd->lv[0];
-	size_t n1 = (size_t)pd->n + 1, total = 0;
+	const struct link *nic = &pd->input->c->inter;
+	double lat = nic->latency_s * nic->bw_bytes_per_s * pd->ratio;
+	size_t n1 = (size_t)pd->n + 1, total = 0, ncell = ((size_t)pd->lv[1].m + 1) * n1;
 	int *pos = malloc((size_t)pd->nops * sizeof *pos);
 	int *unit = malloc((size_t)pd->nops * sizeof *unit);
 	int *sid = malloc(n1 * sizeof *sid), *stamp = calloc((size_t)pd->nops, sizeof *stamp);
-	double *bucket = malloc(n1 * sizeof *bucket);
-	int rc = AP_OK, mark = 0;
+	double *bucket = malloc(2 * n1 * sizeof *bucket), *got = malloc((size_t)pd->nops * sizeof *got);
+	int *eofs = malloc(((size_t)pd->nops + 1) * sizeof *eofs), rc = AP_OK, mark = 0, none = 0;
+	int64_t *need = NULL, mb = g->batch / pd->units;
+	const int one[NDIMS] = { 1, 1, 1, 1, 1 };
 
 	pd->qofs = malloc(n1 * n1 * sizeof *pd->qofs);
 	for (int c = 0; c < pd->n && pd->qofs; c++)
@@ -374,17 +407,31 @@ int pd_node_inputs(struct pd *pd)
 			pd->qofs[(size_t)c * n1 + (size_t)b] = total;
 			total += (size_t)c + 1;
 		}
-	pd->qin[0] = malloc((total ? total : 1) * sizeof **pd->qin);
-	pd->qin[1] = malloc((total ? total : 1) * sizeof **pd->qin);
-	pd->nic_k = calloc(((size_t)pd->lv[1].m + 1) * n1, sizeof *pd->nic_k);
-	pd->nic_a = malloc(((size_t)pd->lv[1].m + 1) * n1 * (size_t)pd->lv[1].m * sizeof *pd->nic_a);
-	pd->nic_r = malloc(((size_t)pd->lv[1].m + 1) * n1 * (size_t)pd->lv[1].m * sizeof *pd->nic_r);
-	pd->nic_ld = malloc(((size_t)pd->lv[1].m + 1) * n1 * (size_t)pd->lv[1].m * sizeof *pd->nic_ld);
-	if (!pos || !unit || !sid || !stamp || !bucket || !pd->qofs || !pd->qin[0] ||
-	    !pd->qin[1] || !pd->nic_k || !pd->nic_a || !pd->nic_r || !pd->nic_ld) {
+	for (int q = 0; q < 4; q++) {
+		pd->qin[q] = malloc((total ? total : 1) * sizeof **pd->qin);
+		none |= !pd->qin[q];
+	}
+	pd->nic_k = calloc(ncell, sizeof *pd->nic_k);
+	pd->nic_a = malloc(ncell * (size_t)pd->lv[1].m * sizeof *pd->nic_a);
+	pd->nic_r = malloc(ncell * (size_t)pd->lv[1].m * sizeof *pd->nic_r);
+	for (int d = 0; d < 2; d++) {
+		pd->nic_ld[d] = malloc(ncell * (size_t)pd->lv[1].m * sizeof *pd->nic_ld[d]);
+		none |= !pd->nic_ld[d];
+	}
+	if (eofs) {
+		eofs[0] = 0;
+		for (int i = 0; i < pd->nops; i++)
+			eofs[i + 1] = eofs[i] + g->ops[i].nin;
+		need = malloc(((size_t)eofs[pd->nops] + 1) * sizeof *need);
+	}
+	if (none || !pos || !unit || !sid || !stamp || !bucket || !got || !need || !pd->qofs ||
+	    !pd->nic_k || !pd->nic_a || !pd->nic_r) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		goto out;
 	}
+	for (int i = 0; i < pd->nops; i++)
+		for (int e = 0; e < g->ops[i].nin; e++)
+			need[eofs[i] + e] = cost_need_bytes(g, i, e, one, mb);
 	for (int u = 0; u < pd->n; u++)
 		for (int k = pd->first[u]; k < pd->first[u + 1]; k++) {
 			pos[pd->order[k]] = k;
@@ -393,8 +440,7 @@ int pd_node_inputs(struct pd *pd)
 	for (int c = 0; c < pd->n; c++)
 		for (int b = c + 1; b <= pd->n; b++)
 			for (int v = 0; v < 2; v++) {
-				double *q = pd->qin[v] + pd->qofs[(size_t)c * n1 + (size_t)b];
-				size_t cell = at(pd, L0->m, c, b);
+				size_t cell = at(pd, L0->m, c, b), ofs = pd->qofs[(size_t)c * n1 + (size_t)b];
 
 				/* the device-level stage of every unit: one (flat, or
 				 * no solution), else the node level's, walked back */
@@ -406,7 +452,7 @@ int pd_node_inputs(struct pd *pd)
 						sid[u] = k;
 					cell = at(pd, L0->sub[cell], c, L0->split[cell]);
 				}
-				for (int x = 0; x <= c; x++)
+				for (int x = 0; x <= 2 * c + 1; x++)
 					bucket[x] = 0;
 				for (int k = pd->first[c]; k < pd->first[b]; k++) {
 					const struct op *op = &g->ops[pd->order[k]];
@@ -414,18 +460,31 @@ int pd_node_inputs(struct pd *pd)
 					if (k == pd->first[c] || sid[unit[k]] != sid[unit[k - 1]])
 						mark++;
 					for (int e = 0; e < op->nin; e++) {
-						int u = op->in[e];
+						int u = op->in[e], x = 2 * unit[pos[u]];
+						double add = (double)need[eofs[pd->order[k]] + e];
 
-						if (pos[u] < pd->first[c] && stamp[u] != mark) {
+						if (pos[u] >= pd->first[c])
+							continue;
+						if (stamp[u] != mark) {
 							stamp[u] = mark;
-							bucket[unit[pos[u]]] +=
-								(double)g->ops[u].out_bytes / pd->units;
+							got[u] = 0;
+							add += lat;
+						} else {
+							add = fmax(0, add - got[u]);
 						}
+						got[u] += add;
+						bucket[x] += add;
+						if (g->ops[u].kind != OP_INPUT)
+							bucket[x + 1] += add;
 					}
 				}
-				q[0] = 0;
-				for (int x = 1; x <= c; x++)
-					q[x] = q[x - 1] + bucket[x - 1];
+				for (int w = 0; w < 2; w++) {
+					double *q = pd->qin[2 * w + v] + ofs;
+
+					q[0] = 0;
+					for (int x = 1; x <= c; x++)
+						q[x] = q[x - 1] + bucket[2 * (x - 1) + w];
+				}
 			}
 out:
 	free(pos);
@@ -433,6 +492,9 @@ out:
 	free(sid);
 	free(stamp);
 	free(bucket);
+	free(got);
+	free(eofs);
+	free(need);
 	return rc;
 }
 
@@ -473,39 +535,82 @@ static double sync_share(const struct pd *pd, int r)
 	return pd->flush ? (double)r / pd->units : 1.0;
 }
 
-/* cost=placed: the all-reduce of w bytes over a device-level stage's
+/* cost=placed: the all-reduces of w bytes over a device-level stage's
  * replicas as they are placed, r0 devices on each of r nodes (r = 1: in
  * one node; a cluster of one level: r0 components of it), priced as the
- * simulator runs it (cost_allreduce_s(): a ring in a node, hierarchical
- * across nodes). */
-static double placed_allreduce(const struct pd *pd, int r, int r0, double w)
+ * simulator runs them (cost_allreduce_spread_s(): a ring in a node,
+ * hierarchical across nodes), one for each of the msgs operators with
+ * weights, each paying its latencies. */
+static double placed_allreduce(const struct pd *pd, int r, int r0, double w, int msgs)
 {
-	int per = pd->input->c->per_node, k = 0;
+	int per = pd->input->c->per_node, k = 0, nodes, qmax;
+	int64_t intra;
 
 	for (int n = 0; n < r; n++)
 		for (int t = 0; t < r0; t++)
 			pd->devs[k++] = pd->nlv > 1 ? n * per + t : t * (r > 1 ? per : 1) + n;
-	return cost_allreduce_s(pd->input->c, pd->devs, k, (int64_t)w);
+	if (k < 2)
+		return 0;
+	cost_spread(pd->input->c, pd->devs, k, (int64_t)w, &nodes, &qmax, &intra);
+	return cost_allreduce_spread_s(pd->input->c, nodes, qmax, w, msgs);
+}
+
+/* cost=placed: the optimizer step over w bytes of weights on each of a
+ * stage's r replicas (cost_update_s(), with SGD's momentum as the memory
+ * term has it), a share of it per minibatch as sync_share() gives the
+ * all-reduce's: the simulator steps a stage of replicas once a round and
+ * one of a single device once an iteration (`units` minibatches) under
+ * 1F1B, every device once a step under PipeDream-Flush. */
+static double placed_update(const struct pd *pd, int r, double w)
+{
+	double share = pd->flush || r == 1 ? (double)r / pd->units : 1.0;
+
+	return share * cost_update_s(&pd->input->p->dev, w, OPTIMIZER_SGD);
+}
+
+/* Data parallelism on every device as the plan of one stage runs it,
+ * the batch cut into `shards` pieces (micro-batches, each split along n
+ * over the devices, or taken whole by round-robin replicas: dp_shape() in
+ * pipedream.c) of which the busiest device computes k: each operator's
+ * time on one shard (cost_op(), the simulator's lookup). */
+int pd_dp_costs(struct pd *pd, int shards, int k)
+{
+	const int one[NDIMS] = { 1, 1, 1, 1, 1 };
+
+	for (int i = 0; i < pd->nops; i++) {
+		struct op_cost oc;
+		int rc = cost_op(pd->input->p, pd->input->g, pd->order[i], one, shards, &oc);
+
+		if (rc)
+			return rc;
+		pd->dpt[i] = 1e-6 * (oc.fwd_us + oc.bwd_us);
+		pd->dpb[i] = 1e-6 * oc.bwd_us;
+	}
+	pd->dp_k = k;
+	return AP_OK;
 }
 
 /* cost=placed: data parallelism as PipeDream runs it, one stage on every
- * device, flushed (the plan of one stage): a device computes units / nd
- * minibatches, and each operator's all-reduce starts when the backward of
- * the last micro-batch (`mb` minibatches on a device) has passed it and
- * the previous operator's all-reduce has ended (they share the links), so
- * the all-reduces overlap the rest of that backward and the step ends
- * with the later of the compute and the last all-reduce.  Per minibatch. */
-double pd_flushed_dp(const struct pd *pd, double mb)
+ * device, flushed (the plan of one stage), as pd_dp_costs() cuts it: the
+ * busiest device computes its k shards, each operator's all-reduce starts
+ * when the backward of the last of them has passed it and the previous
+ * operator's all-reduce has ended (they share the links), so the
+ * all-reduces overlap the rest of that backward, and the step ends with
+ * the later of the compute and the last all-reduce, then the optimizer's.
+ * Per minibatch. */
+double pd_flushed_dp(const struct pd *pd)
 {
-	int nd = cluster_ndevices(pd->input->c), nodes = pd->nlv > 1 ? pd->lv[1].m : 1;
-	double bwd = 0, net = 0;
+	int nodes = pd->nlv > 1 ? pd->lv[1].m : 1;
+	double t = 0, bwd = 0, net = 0, upd;
 
-	for (int k = pd->nops - 1; k >= 0; k--) {
-		bwd += pd->obwd[k] * mb;
-		if (pd->ow[k] > 0)
-			net = fmax(net, bwd) + placed_allreduce(pd, nodes, pd->lv[0].m, pd->ow[k]);
+	for (int i = pd->nops - 1; i >= 0; i--) {
+		t += pd->dpt[i] * pd->dp_k;
+		bwd += pd->dpb[i];
+		if (pd->ow[i] > 0)
+			net = fmax(net, bwd) + placed_allreduce(pd, nodes, pd->lv[0].m, pd->ow[i], 1);
 	}
-	return ((pd->ct[pd->n] - pd->ct[0]) / nd * pd->units + fmax(0, net - bwd)) / pd->units;
+	upd = cost_update_s(&pd->input->p->dev, pd->cw[pd->n] - pd->cw[0], OPTIMIZER_SGD);
+	return (t + fmax(0, net - bwd) + upd) / pd->units;
 }
 
 /* Whether [a, b) on r components of level l is the whole model on every
@@ -513,6 +618,15 @@ double pd_flushed_dp(const struct pd *pd, double mb)
 int pd_whole(const struct pd *pd, int l, int a, int b, int r)
 {
 	return pd->placed && l == pd->nlv - 1 && a == 0 && b == pd->n && r == pd->lv[l].m;
+}
+
+/* cost=placed at the node level: the rings across r nodes of the msgs
+ * all-reduces of w bytes over rr replicas on them, which keep each of
+ * their NICs busy (cost_allreduce_spread_s()'s inter-node term), per
+ * minibatch: once a round of the replicas (sync_share()). */
+static double nic_ring(const struct pd *pd, int r, int rr, double w, int msgs)
+{
+	return sync_share(pd, rr) * cost_ring_s(&pd->input->c->inter, r, w, msgs) / rr;
 }
 
 /* cost=placed at the node level: [a, b) on r nodes, each running the
@@ -523,18 +637,23 @@ int pd_whole(const struct pd *pd, int l, int a, int b, int r)
  * best solution is for one node; over r of them its stages' all-reduces
  * cross the nodes, so one stage replicated on every device of the r
  * nodes is priced too, and *flat says whether it is the faster (ties
- * go to it: fewer stages). */
-static double placed_time(const struct pd *pd, int a, int b, int r, int last, int *flat)
+ * go to it: fewer stages).  *nic is the time per minibatch that the
+ * all-reduces of the variant chosen keep each of its NICs busy, beside
+ * the transfers (pd_nic_loads()). */
+static double placed_time(const struct pd *pd, int a, int b, int r, int last, int *flat,
+			  double *nic)
 {
 	const struct pd_level *L0 = &pd->lv[0], *L1 = &pd->lv[1];
 	size_t cell = at(pd, L0->m, a, b), n1 = (size_t)pd->n + 1;
-	double t = 0, w = pd->cw[b] - pd->cw[a], one;
+	double t = 0, w = pd->cw[b] - pd->cw[a], one, nic_t = 0, nic_one;
 	int rr = r * L0->m;
 
 	one = pd_whole(pd, 1, a, b, r)
-		? pd_flushed_dp(pd, (double)pd->units / rr)
+		? pd_flushed_dp(pd)
 		: (pd->ct[b] - pd->ct[a] +
-		   sync_share(pd, rr) * placed_allreduce(pd, r, L0->m, w)) / rr;
+		   sync_share(pd, rr) * placed_allreduce(pd, r, L0->m, w, pd->cn[b] - pd->cn[a]) +
+		   placed_update(pd, rr, w)) / rr;
+	nic_one = nic_ring(pd, r, rr, w, pd->cn[b] - pd->cn[a]);
 	if (!isfinite(L0->t[cell]))
 		t = INFINITY;
 	while (isfinite(t)) {
@@ -542,50 +661,57 @@ static double placed_time(const struct pd *pd, int a, int b, int r, int last, in
 		int r0 = L0->rep[cell];
 		double ws = pd->cw[sb] - pd->cw[sa];
 		double x = (pd->ct[sb] - pd->ct[sa] +
-			    sync_share(pd, r * r0) * placed_allreduce(pd, r, r0, ws)) / (r * r0);
+			    sync_share(pd, r * r0) * placed_allreduce(pd, r, r0, ws, pd->cn[sb] - pd->cn[sa]) +
+			    placed_update(pd, r * r0, ws)) / (r * r0);
 
 		if (L0->split[cell] >= 0 && pd->ratio > 0)
 			x = fmax(x, 2.0 * fmax(pd->cross[sa], pd->cross[sb]) /
 					    (L0->bw * r * r0 * pd->ratio));
 		t = fmax(t, x);
+		nic_t += nic_ring(pd, r, r * r0, ws, pd->cn[sb] - pd->cn[sa]);
 		if (L0->split[cell] < 0)
 			break;
 		cell = at(pd, L0->sub[cell], a, L0->split[cell]);
 	}
 	/* the last stage of a split: what it receives passes its NICs, and
-	 * the gradients of it go back (what it sends is charged when the
-	 * next stage is known, best_split() in pipedream.c) */
+	 * the gradients of it go back, beside its all-reduces (what it sends
+	 * is charged when the next stage is known, best_split() in
+	 * pipedream.c) */
 	if (last && pd->ratio > 0) {
-		t = fmax(t, qin(pd, 0, a, b, a) / (L1->bw * r * pd->ratio));
-		one = fmax(one, qin(pd, 1, a, b, a) / (L1->bw * r * pd->ratio));
+		t = fmax(t, qin(pd, 0, 0, a, b, a) / (L1->bw * r * pd->ratio) + nic_t);
+		one = fmax(one, qin(pd, 1, 0, a, b, a) / (L1->bw * r * pd->ratio) + nic_one);
 	}
 	/* `straight` forbids replication: no flat stage */
 	*flat = !pd->straight && one <= t;
+	*nic = *flat ? nic_one : nic_t;
 	return *flat ? one : t;
 }
 
 
 /* The time of [a, b) as a stage of r replicas whose time on one
  * component is c: alone (last = 0) or as the last stage of a split
- * (last = 1), by the terms at the top. */
+ * (last = 1), by the terms at the top; *nic as placed_time()'s (0 where
+ * no NIC is modelled). */
 static double replicated_time(const struct pd *pd, int l, double c, int a, int b, int r,
-			      int last, int *flat)
+			      int last, int *flat, double *nic)
 {
 	const struct pd_level *L = &pd->lv[l];
 	double w = pd->cw[b] - pd->cw[a], sync;
 
+	*flat = 0;
+	*nic = 0;
 	if (pd->paper) {
 		double t = fmax(c, sync_share(pd, r) * 2.0 * (r - 1) * w / L->bw) / r;
 
 		return last ? fmax(t, 2.0 * pd->cross[a] / L->bw) : t;
 	}
-	*flat = 0;
 	if (!last && l == 0 && pd_whole(pd, l, a, b, r))
-		return pd_flushed_dp(pd, (double)pd->units / r);
+		return pd_flushed_dp(pd);
 	if (pd->placed && l > 0)
-		return placed_time(pd, a, b, r, last, flat);
-	sync = sync_share(pd, r) * (pd->placed ? placed_allreduce(pd, 1, r, w)
-					       : 4.0 * (r - 1) * w / (r * L->bw));
+		return placed_time(pd, a, b, r, last, flat, nic);
+	sync = pd->placed ? sync_share(pd, r) * placed_allreduce(pd, 1, r, w, pd->cn[b] - pd->cn[a]) +
+				    placed_update(pd, r, w)
+			  : sync_share(pd, r) * 4.0 * (r - 1) * w / (r * L->bw);
 	if (!last)
 		return (c + sync / L->dev) / r;
 	c = (c + sync) / r;
@@ -597,10 +723,11 @@ static double replicated_time(const struct pd *pd, int l, double c, int a, int b
 /* The same with the lower level's solution as c; a negative replica
  * count in a cell stands for cost=placed's one flat stage (emit(),
  * pipedream.c). */
-double pd_stage_time(const struct pd *pd, int l, int a, int b, int r, int last, int *rep)
+double pd_stage_time(const struct pd *pd, int l, int a, int b, int r, int last, int *rep,
+		     double *nic)
 {
 	int flat;
-	double t = replicated_time(pd, l, lower_time(pd, l, a, b), a, b, r, last, &flat);
+	double t = replicated_time(pd, l, lower_time(pd, l, a, b), a, b, r, last, &flat, nic);
 
 	*rep = flat ? -r : r;
 	return t;
@@ -612,11 +739,12 @@ double pd_stage_time(const struct pd *pd, int l, int a, int b, int r, int last, 
 double pd_dp_time(const struct pd *pd)
 {
 	double t = pd->ct[pd->n] - pd->ct[0];
-	int nd = cluster_ndevices(pd->input->c), flat;
+	int flat;
+	double nic;
 
 	if (pd->placed)
-		return pd_flushed_dp(pd, (double)pd->units / nd);
+		return pd_flushed_dp(pd);
 	for (int l = 0; l < pd->nlv; l++)
-		t = replicated_time(pd, l, t, 0, pd->n, pd->lv[l].m, 0, &flat);
+		t = replicated_time(pd, l, t, 0, pd->n, pd->lv[l].m, 0, &flat, &nic);
 	return t;
 }

@@ -71,7 +71,8 @@ struct planner_input {
 	const struct graph *g;
 	const struct profile *p;
 	const struct cluster *c;
-	double budget_s; /* wall-clock budget of the search */
+	double budget_s; /* wall-clock budget of the search; INFINITY for
+			  * none (the driver's for a budget of 0) */
 	/* Weak scaling: g's batch is this many samples per device (the
 	 * papers' convention: a planner that pipelines may take it as its
 	 * micro-batch, as PipeDream's minibatch is); 0: a global batch. */

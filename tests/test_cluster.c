@@ -260,7 +260,7 @@ static void test_parse_bandwidth(void **state)
 		double v;
 	} good[] = {
 		{ "10Gb/s", 1.25e9 },  { "450GB/s", 450e9 }, { "12GB/s", 12e9 },
-		{ "1B/s", 1 },         { "2.5MB/s", 2.5e6 }, { "1TB/s", 1e12 },
+		{ "1000B/s", 1e3 },    { "2.5MB/s", 2.5e6 }, { "1TB/s", 1e12 },
 		{ "100Mb/s", 12.5e6 }, { "8Kb/s", 1e3 },     { "1Tb/s", 125e9 },
 		{ "12 GB/s", 12e9 },   { "1e3GB/s", 1e12 },  { ".5GB/s", 0.5e9 },
 		{ "3kB/s", 3e3 },
@@ -271,6 +271,7 @@ static void test_parse_bandwidth(void **state)
 		"inf GB/s", "nanGB/s", "0x10GB/s", "1e999GB/s", "12gb/s",
 		"12Gbps", "1.2.3GB/s", "12 ", "e5GB/s",
 	};
+	static const char *const slow[] = { "1B/s", "999B/s", "7Kb/s", "1e-300B/s", "0.5kB/s" };
 	double v;
 
 	(void)state;
@@ -284,6 +285,10 @@ static void test_parse_bandwidth(void **state)
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		if (parse_bandwidth(bad[i], &v) != -1)
 			fail_msg("bandwidth '%s' accepted", bad[i]);
+	/* well formed, but slower than any link: under 1 kB/s */
+	for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++)
+		if (parse_bandwidth(slow[i], &v) != -2)
+			fail_msg("bandwidth '%s' not refused as out of range", slow[i]);
 }
 
 static void test_parse_duration(void **state)
@@ -292,13 +297,14 @@ static void test_parse_duration(void **state)
 		const char *s;
 		double v;
 	} good[] = {
-		{ "5us", 5e-6 }, { "2ms", 2e-3 }, { "1s", 1 },
+		{ "5us", 5e-6 }, { "2ms", 2e-3 }, { "1s", 1 }, { "1000ms", 1 },
 		{ "100ns", 100e-9 }, { "1.5us", 1.5e-6 }, { "20 us", 20e-6 },
 	};
 	static const char *const bad[] = {
 		"", "5", "us", "5 sec", "-1us", "0us", "5usx", "5us ", "5 u s",
 		"5mus", "nan s",
 	};
+	static const char *const slow[] = { "1.5s", "1001ms", "1e300s", "2000000us" };
 	double v;
 
 	(void)state;
@@ -312,6 +318,10 @@ static void test_parse_duration(void **state)
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		if (parse_duration(bad[i], &v) != -1)
 			fail_msg("duration '%s' accepted", bad[i]);
+	/* well formed, but longer than any link's latency: over 1 s */
+	for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++)
+		if (parse_duration(slow[i], &v) != -2)
+			fail_msg("latency '%s' not refused as out of range", slow[i]);
 }
 
 static void test_parse_bytes(void **state)
@@ -324,10 +334,13 @@ static void test_parse_bytes(void **state)
 		{ "1.5KB", 1500 },     { "512B", 512 },
 		{ "2MiB", 2 << 20 },   { "0.5GiB", GiB / 2 },
 		{ "3KiB", 3072 },      { "7MB", 7000000 },
+		{ "4194304TiB", INT64_C(1) << 62 },
 	};
+	/* well formed, but more than 2^62 bytes (util/checked.h) */
+	static const char *const huge[] = { "4194305TiB", "9223372036854775807B", "99999999999GiB" };
 	static const char *const bad[] = {
 		"", "16", "1.5B", "-1GiB", "0B", "16GiBs", "16 gib",
-		"99999999999GiB", "1e30B", "GiB", "16GiB/s",
+		"GiB", "16GiB/s",
 	};
 	int64_t v;
 
@@ -343,6 +356,9 @@ static void test_parse_bytes(void **state)
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		if (parse_bytes(bad[i], &v) != -1)
 			fail_msg("size '%s' accepted", bad[i]);
+	for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++)
+		if (parse_bytes(huge[i], &v) != -2)
+			fail_msg("size '%s' not refused as out of range", huge[i]);
 }
 
 /* --- inline specs --------------------------------------------------------- */
@@ -412,7 +428,15 @@ static void test_bad_specs(void **state)
 		{ "4x4:v100,mem=-1GiB", "mem '-1GiB'" },
 		{ "4x4:v100,inter_lat=5", "inter_lat '5'" },
 		{ "4x4:v100,intra_lat=0us", "intra_lat '0us'" },
-		{ "1024x2048:v100", "more than" },
+		{ "2048x1024:v100", "more than" },
+		/* a node of more devices than any, whose pairs of links would
+		 * overflow the simulator's int (1 x 65536: 2^32 of them) */
+		{ "1x65536:v100", "devices per node '65536'" },
+		{ "4x1025:v100", "(at most 1024)" },
+		{ "4x4:v100,intra=1e-300B/s", "less than 1kB/s" },
+		{ "4x4:v100,inter=999B/s", "less than 1kB/s" },
+		{ "4x4:v100,intra_lat=1e300s", "more than 1s" },
+		{ "4x4:v100,mem=4194305TiB", "more than 2^62 bytes" },
 		{ "2000000x2:v100", "node count '2000000'" },
 		{ "pipedream-a:0", "node count '0'" },
 		{ "pipedream-a:x", "PRESET:NODES" },
@@ -513,6 +537,12 @@ static void test_bad_cluster_rows(void **state)
 		{ "x,4,4,v100,12GB/s,5us,10Gb/s,20,v100-analytic,d\n", 3, "inter latency '20'" },
 		{ "x,4,4,v100,12GB/s,5us,0Gb/s,20us,v100-analytic,d\n", 3, "inter bandwidth '0Gb/s'" },
 		{ "x,4,4,v100,12GB/s,5us,10Gb/s,20us,,d\n", 3, "profile ''" },
+		{ "x,1,2048,v100,12GB/s,5us,10Gb/s,20us,v100-analytic,d\n", 3,
+		  "devices_per_node '2048' is not a positive whole number (at most 1024)" },
+		{ "x,4,4,v100,1e-308B/s,5us,10Gb/s,20us,v100-analytic,d\n", 3,
+		  "intra bandwidth '1e-308B/s' is less than 1kB/s" },
+		{ "x,4,4,v100,12GB/s,5us,10Gb/s,2s,v100-analytic,d\n", 3,
+		  "inter latency '2s' is more than 1s" },
 		{ ",4,4,v100,12GB/s,5us,10Gb/s,20us,v100-analytic,d\n", 3, "cluster name ''" },
 		{ "4x4,4,4,v100,12GB/s,5us,10Gb/s,20us,v100-analytic,d\n", 3, "cluster name '4x4'" },
 		{ CL_GOOD, 3, "'good' is listed twice" },

@@ -16,6 +16,7 @@
 
 #include "testutil.h"
 
+#include "util/clock.h"
 #include "util/err.h"
 #include "algo/piper_dp.h"
 #include "driver.h"
@@ -386,6 +387,75 @@ static void test_tied_weights(void **state)
 	}
 }
 
+/* A chain of n nodes with no configurations: enough for the enumeration
+ * of its n + 1 upsets, which is all the tests below reach. */
+static void chain_inst(struct piper_inst *pi, int n)
+{
+	memset(pi, 0, sizeof *pi);
+	pi->nnodes = n;
+	pi->max_devices = 4;
+	pi->mbs = 4;
+	pi->bw = 1e9;
+	pi->mem = 1e9;
+	pi->nodes = calloc((size_t)n, sizeof *pi->nodes);
+	pi->edges = calloc((size_t)n, sizeof *pi->edges);
+	assert_non_null(pi->nodes);
+	assert_non_null(pi->edges);
+	for (int v = 1; v < n; v++)
+		pi->edges[pi->nedges++] = (struct piper_edge){ v - 1, v, 1 };
+	assert_int_equal(piper_edge_lists(pi), AP_OK);
+}
+
+/* A DAG of n nodes has at least n + 1 upsets: one of more than
+ * max-ideals - 1 nodes is refused at once, before an enumeration that
+ * takes seconds and a gigabyte to find as many. */
+static void test_too_many_nodes(void **state)
+{
+	struct piper_inst pi;
+	struct piper_result r;
+	double t0;
+	int rc;
+
+	(void)state;
+	chain_inst(&pi, 50000);
+	t0 = now_s();
+	ap_err_quiet(1);
+	rc = piper_solve(&pi, 40000, 5, &r);
+	ap_err_quiet(0);
+	assert_int_equal(rc, AP_EINPUT);
+	if (!strstr(ap_last_error(), "50000 nodes") || now_s() - t0 > 1)
+		fail_msg("after %.2f s: %s", now_s() - t0, ap_last_error());
+	piper_result_release(&r);
+	piper_inst_release(&pi);
+}
+
+/* The budget holds while the upsets are enumerated: with a group (which
+ * the refusal above cannot count) on a chain whose enumeration alone
+ * takes seconds, the search stops within a fraction of one. */
+static void test_budget_in_enumeration(void **state)
+{
+	struct piper_inst pi;
+	struct piper_result r;
+	int *tie = malloc(20000 * sizeof *tie), rc;
+	double t0;
+
+	(void)state;
+	assert_non_null(tie);
+	chain_inst(&pi, 20000);
+	for (int v = 0; v < pi.nnodes; v++)
+		tie[v] = v;
+	t0 = now_s();
+	ap_err_quiet(1);
+	rc = piper_solve_tied(&pi, tie, 40000, 0.1, &r);
+	ap_err_quiet(0);
+	assert_int_equal(rc, AP_EINPUT);
+	if (!strstr(ap_last_error(), "budget") || now_s() - t0 > 1)
+		fail_msg("after %.2f s: %s", now_s() - t0, ap_last_error());
+	piper_result_release(&r);
+	piper_inst_release(&pi);
+	free(tie);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +465,8 @@ int main(void)
 		cmocka_unit_test(test_zoo_plans),
 		cmocka_unit_test(test_layers_and_recompute),
 		cmocka_unit_test(test_reference_values),
+		cmocka_unit_test(test_too_many_nodes),
+		cmocka_unit_test(test_budget_in_enumeration),
 	};
 
 	return cmocka_run_group_tests_name("piper planner", tests, NULL, NULL);

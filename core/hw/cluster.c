@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/checked.h"
 #include "util/csvio.h"
 #include "util/datadir.h"
 #include "hw/device.h"
@@ -35,6 +36,17 @@ static const char *const cl_header[] = {
 /* Far beyond any cluster a planner can search, small enough that device
  * ids and products of counts stay in an int. */
 #define MAX_DEVICES (1 << 20)
+/* Devices that share one intra-node link class: eight or sixteen in a
+ * server, 72 in the largest NVLink domain sold so far; 1,024 leaves room
+ * for any rack-scale domain to come.  A node of more is a typo, and the
+ * simulator's links are pairs within a node (docs/simulator.md). */
+#define MAX_PER_NODE 1024
+
+/* The sane range of the link numbers (docs/formats.md, "Cluster specs"):
+ * a bandwidth under 1 kB/s or a latency over a second describes
+ * no interconnect, and would make transfer times overflow to inf. */
+#define MIN_BW_BYTES_PER_S 1e3
+#define MAX_LATENCY_S 1.0
 
 /* Defaults of an inline spec that leaves a link out: PCIe 3 inside a node,
  * 10 Gb/s Ethernet across, the weakest common setup (PipeDream's cluster A). */
@@ -46,6 +58,25 @@ static const char *const cl_header[] = {
 #define BW_HINT "expected e.g. 12GB/s or 10Gb/s"
 #define TIME_HINT "expected e.g. 5us or 2ms"
 #define BYTES_HINT "expected e.g. 16GiB or 80GB"
+
+/* What is wrong with a value the unit parsers refused with rc. */
+static const char *bw_why(int rc)
+{
+	return rc == -2 ? "is less than 1kB/s, the least a link may have"
+			: "is not a positive bandwidth with a unit (" BW_HINT ")";
+}
+
+static const char *time_why(int rc)
+{
+	return rc == -2 ? "is more than 1s, the most a link's latency may be"
+			: "is not a positive time with a unit (" TIME_HINT ")";
+}
+
+static const char *bytes_why(int rc)
+{
+	return rc == -2 ? "is more than 2^62 bytes"
+			: "is not a positive whole number of bytes with a unit (" BYTES_HINT ")";
+}
 
 /* --- unit-suffixed numbers ----------------------------------------------- */
 
@@ -100,7 +131,9 @@ static int parse_unit(const char *s, const struct unit *u, double *out)
 			;
 	errno = 0;
 	v = strtod(s, &end);
-	if (end != p || errno == ERANGE)
+	/* an overflow is refused; an underflow is the tiny number it is,
+	 * which the callers' ranges refuse as such */
+	if (end != p || (errno == ERANGE && v > 1))
 		return -1;
 	while (*p == ' ')
 		p++;
@@ -118,22 +151,39 @@ static int parse_unit(const char *s, const struct unit *u, double *out)
 
 int parse_bandwidth(const char *s, double *bytes_per_s)
 {
-	return parse_unit(s, bw_units, bytes_per_s);
+	double v;
+
+	if (parse_unit(s, bw_units, &v) != 0)
+		return -1;
+	if (v < MIN_BW_BYTES_PER_S)
+		return -2;
+	*bytes_per_s = v;
+	return 0;
 }
 
 int parse_duration(const char *s, double *seconds)
 {
-	return parse_unit(s, time_units, seconds);
+	double v;
+
+	if (parse_unit(s, time_units, &v) != 0)
+		return -1;
+	if (v > MAX_LATENCY_S)
+		return -2;
+	*seconds = v;
+	return 0;
 }
 
 int parse_bytes(const char *s, int64_t *bytes)
 {
 	double v;
 
-	/* 2^63 is exact in a double; anything at or above it overflows. */
-	if (parse_unit(s, byte_units, &v) != 0 || v != floor(v) ||
-	    v >= 9223372036854775808.0)
+	/* A byte count read from input is at most AP_MAX_BYTES (2^62, exact
+	 * in a double), so that sums of a few stay in an int64_t and a
+	 * saturated total (util/checked.h) is more than any of them. */
+	if (parse_unit(s, byte_units, &v) != 0 || v != floor(v))
 		return -1;
+	if (v > (double)AP_MAX_BYTES)
+		return -2;
 	*bytes = (int64_t)v;
 	return 0;
 }
@@ -179,7 +229,7 @@ const struct link *cluster_link(const struct cluster *c, int a, int b)
 
 /* --- presets -------------------------------------------------------------- */
 
-static int positive_count(const char *s, int *out)
+static int positive_count(const char *s, int max, int *out)
 {
 	long v;
 	char *end;
@@ -188,7 +238,7 @@ static int positive_count(const char *s, int *out)
 		return -1;
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (*end || errno == ERANGE || v <= 0 || v > MAX_DEVICES)
+	if (*end || errno == ERANGE || v <= 0 || v > max)
 		return -1;
 	*out = (int)v;
 	return 0;
@@ -232,7 +282,7 @@ static int parse_preset(const char *path, const struct csvio_rec *r,
 	const char *const *f = (const char *const *)r->field;
 	const struct device_spec *dev;
 	char names[256];
-	int line = r->line;
+	int line = r->line, rc;
 
 	memset(c, 0, sizeof *c);
 	if (r->nfield != CL_NCOLS)
@@ -246,14 +296,14 @@ static int parse_preset(const char *path, const struct csvio_rec *r,
 		return ap_err(AP_EINPUT, path, line,
 			      "cluster name '%s' is not a name (expected a letter, then letters, digits, '.', '_' or '-', at most %zu characters)",
 			      f[0], sizeof c->name - 1);
-	if (positive_count(f[1], &c->nodes) != 0)
+	if (positive_count(f[1], MAX_DEVICES, &c->nodes) != 0)
 		return ap_err(AP_EINPUT, path, line,
 			      "nodes '%s' is not a positive whole number (at most %d)",
 			      f[1], MAX_DEVICES);
-	if (positive_count(f[2], &c->per_node) != 0)
+	if (positive_count(f[2], MAX_PER_NODE, &c->per_node) != 0)
 		return ap_err(AP_EINPUT, path, line,
 			      "devices_per_node '%s' is not a positive whole number (at most %d)",
-			      f[2], MAX_DEVICES);
+			      f[2], MAX_PER_NODE);
 	if ((long)c->nodes * c->per_node > MAX_DEVICES)
 		return ap_err(AP_EINPUT, path, line,
 			      "%d nodes x %d devices is more than %d devices",
@@ -265,22 +315,14 @@ static int parse_preset(const char *path, const struct csvio_rec *r,
 			      "device '%s' is not in '%s' (expected one of %s)",
 			      f[3], devpath, names);
 	}
-	if (parse_bandwidth(f[4], &c->intra.bw_bytes_per_s) != 0)
-		return ap_err(AP_EINPUT, path, line,
-			      "intra bandwidth '%s' is not a positive bandwidth with a unit (" BW_HINT ")",
-			      f[4]);
-	if (parse_duration(f[5], &c->intra.latency_s) != 0)
-		return ap_err(AP_EINPUT, path, line,
-			      "intra latency '%s' is not a positive time with a unit (" TIME_HINT ")",
-			      f[5]);
-	if (parse_bandwidth(f[6], &c->inter.bw_bytes_per_s) != 0)
-		return ap_err(AP_EINPUT, path, line,
-			      "inter bandwidth '%s' is not a positive bandwidth with a unit (" BW_HINT ")",
-			      f[6]);
-	if (parse_duration(f[7], &c->inter.latency_s) != 0)
-		return ap_err(AP_EINPUT, path, line,
-			      "inter latency '%s' is not a positive time with a unit (" TIME_HINT ")",
-			      f[7]);
+	if ((rc = parse_bandwidth(f[4], &c->intra.bw_bytes_per_s)) != 0)
+		return ap_err(AP_EINPUT, path, line, "intra bandwidth '%s' %s", f[4], bw_why(rc));
+	if ((rc = parse_duration(f[5], &c->intra.latency_s)) != 0)
+		return ap_err(AP_EINPUT, path, line, "intra latency '%s' %s", f[5], time_why(rc));
+	if ((rc = parse_bandwidth(f[6], &c->inter.bw_bytes_per_s)) != 0)
+		return ap_err(AP_EINPUT, path, line, "inter bandwidth '%s' %s", f[6], bw_why(rc));
+	if ((rc = parse_duration(f[7], &c->inter.latency_s)) != 0)
+		return ap_err(AP_EINPUT, path, line, "inter latency '%s' %s", f[7], time_why(rc));
 	if (!spec_name_valid(f[8], sizeof c->profile))
 		return ap_err(AP_EINPUT, path, line,
 			      "profile '%s' is not a directory name under profiles/ (expected e.g. v100-analytic)",
@@ -353,7 +395,7 @@ static int spec_option(const char *spec, char *opt, struct cluster *c,
 {
 	char *eq = strchr(opt, '=');
 	const char *val;
-	int k;
+	int k, rc;
 
 	if (!*opt)
 		return ap_err(AP_EINPUT, NULL, 0,
@@ -379,25 +421,25 @@ static int spec_option(const char *spec, char *opt, struct cluster *c,
 	switch (k) {
 	case OPT_INTRA:
 	case OPT_INTER:
-		if (parse_bandwidth(val, k == OPT_INTRA ? &c->intra.bw_bytes_per_s
-							: &c->inter.bw_bytes_per_s) != 0)
-			return ap_err(AP_EINPUT, NULL, 0,
-				      "cluster spec '%s': %s bandwidth '%s' is not a positive bandwidth with a unit (" BW_HINT ")",
-				      spec, opt, val);
+		rc = parse_bandwidth(val, k == OPT_INTRA ? &c->intra.bw_bytes_per_s
+						       : &c->inter.bw_bytes_per_s);
+		if (rc)
+			return ap_err(AP_EINPUT, NULL, 0, "cluster spec '%s': %s bandwidth '%s' %s",
+				      spec, opt, val, bw_why(rc));
 		break;
 	case OPT_INTRA_LAT:
 	case OPT_INTER_LAT:
-		if (parse_duration(val, k == OPT_INTRA_LAT ? &c->intra.latency_s
-							   : &c->inter.latency_s) != 0)
-			return ap_err(AP_EINPUT, NULL, 0,
-				      "cluster spec '%s': %s '%s' is not a positive time with a unit (" TIME_HINT ")",
-				      spec, opt, val);
+		rc = parse_duration(val, k == OPT_INTRA_LAT ? &c->intra.latency_s
+							  : &c->inter.latency_s);
+		if (rc)
+			return ap_err(AP_EINPUT, NULL, 0, "cluster spec '%s': %s '%s' %s", spec, opt,
+				      val, time_why(rc));
 		break;
 	case OPT_MEM:
-		if (parse_bytes(val, &c->mem_bytes) != 0)
-			return ap_err(AP_EINPUT, NULL, 0,
-				      "cluster spec '%s': mem '%s' is not a positive whole number of bytes with a unit (" BYTES_HINT ")",
-				      spec, val);
+		rc = parse_bytes(val, &c->mem_bytes);
+		if (rc)
+			return ap_err(AP_EINPUT, NULL, 0, "cluster spec '%s': mem '%s' %s", spec, val,
+				      bytes_why(rc));
 		break;
 	}
 	return AP_OK;
@@ -426,14 +468,14 @@ static int parse_inline(const char *spec, const char *csv_path, struct cluster *
 			      spec);
 	*colon = 0;
 	*x = 0;
-	if (positive_count(buf, &c->nodes) != 0)
+	if (positive_count(buf, MAX_DEVICES, &c->nodes) != 0)
 		return ap_err(AP_EINPUT, NULL, 0,
 			      "cluster spec '%s': node count '%s' is not a positive whole number (at most %d)",
 			      spec, buf, MAX_DEVICES);
-	if (positive_count(x + 1, &c->per_node) != 0)
+	if (positive_count(x + 1, MAX_PER_NODE, &c->per_node) != 0)
 		return ap_err(AP_EINPUT, NULL, 0,
 			      "cluster spec '%s': devices per node '%s' is not a positive whole number (at most %d)",
-			      spec, x + 1, MAX_DEVICES);
+			      spec, x + 1, MAX_PER_NODE);
 	if ((long)c->nodes * c->per_node > MAX_DEVICES)
 		return ap_err(AP_EINPUT, NULL, 0,
 			      "cluster spec '%s': %d x %d is more than %d devices",
@@ -512,7 +554,7 @@ int cluster_resolve(const char *spec, const char *csv_path, struct cluster *out)
 			      "cluster '%s' is longer than %zu characters", spec,
 			      sizeof out->name - 1);
 	/* PRESET:NODES: the preset's nodes, links and devices, NODES of them */
-	if (colon && positive_count(colon + 1, &nodes) != 0)
+	if (colon && positive_count(colon + 1, MAX_DEVICES, &nodes) != 0)
 		return ap_err(AP_EINPUT, NULL, 0,
 			      "cluster '%s': node count '%s' is not a positive whole number (expected PRESET:NODES such as selene:384, or NODESxPER_NODE:DEVICE such as 4x4:v100)",
 			      spec, colon + 1);

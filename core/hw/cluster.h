@@ -39,7 +39,8 @@ int cluster_load_presets(const char *csv_path, struct cluster **out, int *n);
 
 /* Resolves a preset name (from csv_path), a preset on another node count
  * "PRESET:NODES" (selene:384), or an inline spec
- * "NODESxPER_NODE:DEVICE[,intra=BW][,inter=BW][,intra_lat=T][,inter_lat=T][,mem=BYTES]".
+ * "NODESxPER_NODE:DEVICE[,intra=BW][,inter=BW][,intra_lat=T][,inter_lat=T][,mem=BYTES]":
+ * at most 2^20 devices, 1,024 of them on a node.
  * Bandwidths take B/s, KB/s, MB/s, GB/s, TB/s (bytes, powers of 1000) or
  * Kb/s, Mb/s, Gb/s, Tb/s (bits); times take s, ms, us, ns; sizes take
  * B, KB, MB, GB, KiB, MiB, GiB.  Errors name the spec (or file:line). */
@@ -51,7 +52,9 @@ enum link_class cluster_link_class(const struct cluster *c, int a, int b);
 /* The link a transfer from a to b uses (the NIC when nodes differ). */
 const struct link *cluster_link(const struct cluster *c, int a, int b);
 
-/* Unit-suffixed numbers, shared with other parsers. 0 ok, -1 malformed. */
+/* Unit-suffixed numbers, shared with other parsers: 0 ok, -1 malformed,
+ * -2 out of the sane range (docs/formats.md, "Cluster specs"): a
+ * bandwidth under 1 kB/s, a time over 1 s, a size over 2^62 bytes. */
 int parse_bandwidth(const char *s, double *bytes_per_s);
 int parse_duration(const char *s, double *seconds);
 int parse_bytes(const char *s, int64_t *bytes);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/checked.h"
 #include "util/err.h"
 #include "model/graph.h"
 #include "model/model_io.h"
@@ -25,6 +26,9 @@ int batch_spec_parse(const char *s, const char *where, int line, struct batch_sp
 		return ap_err(AP_EINPUT, where, line,
 			      "batch '%s': expected N (a global batch, 0 = the model's own) "
 			      "or N/dev (a batch per device, weak scaling)", s);
+	if (x > AP_MAX_COUNT)
+		return ap_err(AP_EINPUT, where, line,
+			      "batch '%s': expected at most 2^40 (models/FORMAT.md)", s);
 	b->n = x;
 	b->per_device = *end != 0;
 	return AP_OK;
@@ -43,7 +47,7 @@ int64_t batch_spec_global(const struct batch_spec *b, int64_t own, int ndev)
 
 int batch_model_load(const char *arg, const struct batch_spec *b, int ndev, struct graph *g)
 {
-	int64_t n;
+	int64_t n, per = b->n;
 	int st;
 
 	if (!b->per_device || b->n)
@@ -53,11 +57,13 @@ int batch_model_load(const char *arg, const struct batch_spec *b, int ndev, stru
 		st = model_load(arg, 0, g);
 		if (st)
 			return st;
+		per = g->batch;
 		n = batch_spec_global(b, g->batch, ndev);
 		graph_release(g);
 	}
-	if (n < 0)
+	/* a batch per device makes a global batch, at most 2^40 as well */
+	if (n < 0 || n > AP_MAX_COUNT)
 		return ap_err(AP_EINPUT, arg, 0, "a batch of %lld per device on %d devices "
-			      "does not fit in 63 bits", (long long)b->n, ndev);
+			      "is more than 2^40 (models/FORMAT.md)", (long long)per, ndev);
 	return model_load(arg, n, g);
 }

@@ -85,14 +85,14 @@ static int find(const struct pd *pd, const char *name)
 }
 
 /* A statistic is a finite non-negative number (a NaN time would make
- * every prediction 0) that a byte count can hold (models/FORMAT.md). */
-static int in_range(double x)
+ * every prediction 0) of at most max (models/FORMAT.md, "Limits"). */
+static int in_range(double x, double max)
 {
-	return x >= 0 && x <= (double)AP_MAX_BYTES;
+	return x >= 0 && x <= max;
 }
 
 /* "key=V" inside the stats part; V may be "[a; b; c]" (summed). */
-static int stat(const char *s, const char *key, double *v)
+static int stat(const char *s, const char *key, double max, double *v)
 {
 	const char *p = strstr(s, key);
 	char *end;
@@ -103,7 +103,7 @@ static int stat(const char *s, const char *key, double *v)
 	if (*p != '[') {
 		errno = 0;
 		*v = strtod(p, &end);
-		return (errno || end == p || !in_range(*v)) ? -1 : 0;
+		return (errno || end == p || !in_range(*v, max)) ? -1 : 0;
 	}
 	*v = 0;
 	for (p++;;) {
@@ -113,7 +113,7 @@ static int stat(const char *s, const char *key, double *v)
 			p++;
 		errno = 0;
 		x = strtod(p, &end);
-		if (errno || end == p || !in_range(x) || !in_range(*v + x))
+		if (errno || end == p || !in_range(x, max) || !in_range(*v + x, max))
 			return -1;
 		*v += x;
 		p = end;
@@ -127,10 +127,24 @@ static int stat(const char *s, const char *key, double *v)
 	}
 }
 
+/* The statistics of a node, each with its bound: times in milliseconds,
+ * at most 10^9 (eleven days an operator, beyond any profile, where sums
+ * over a graph and a batch stay far from overflowing); sizes in bytes. */
+static const struct {
+	const char *key, *most;
+	double max;
+} stats[] = {
+	{ "forward_compute_time=", "1e9 ms", 1e9 },
+	{ "backward_compute_time=", "1e9 ms", 1e9 },
+	{ "activation_size=", "2^62 bytes", (double)AP_MAX_BYTES },
+	{ "parameter_size=", "2^62 bytes", (double)AP_MAX_BYTES },
+};
+
 static int add_node(struct pd *pd, char *line, int lineno)
 {
 	char *first = strstr(line, " -- "), *last = NULL, *p;
 	struct pd_node *nd;
+	double *to[4];
 
 	for (p = first; p; p = strstr(p + 4, " -- "))
 		last = p;
@@ -149,13 +163,15 @@ static int add_node(struct pd *pd, char *line, int lineno)
 	memset(nd, 0, sizeof *nd);
 	snprintf(nd->name, sizeof nd->name, "%s", line);
 	nd->line = lineno;
-	if (stat(last + 4, "forward_compute_time=", &nd->fwd_ms) ||
-	    stat(last + 4, "backward_compute_time=", &nd->bwd_ms) ||
-	    stat(last + 4, "activation_size=", &nd->act) ||
-	    stat(last + 4, "parameter_size=", &nd->param))
-		return ap_err(AP_EINPUT, pd->path, lineno,
-			      "expected forward_compute_time=, backward_compute_time=, "
-			      "activation_size= and parameter_size= with non-negative numbers");
+	to[0] = &nd->fwd_ms;
+	to[1] = &nd->bwd_ms;
+	to[2] = &nd->act;
+	to[3] = &nd->param;
+	for (size_t k = 0; k < sizeof stats / sizeof stats[0]; k++)
+		if (stat(last + 4, stats[k].key, stats[k].max, to[k]))
+			return ap_err(AP_EINPUT, pd->path, lineno,
+				      "expected %s with a non-negative number of at most %s",
+				      stats[k].key, stats[k].most);
 	nd->desc = strdup(first + 4);
 	if (!nd->desc)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");

@@ -25,11 +25,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/checked.h"
 #include "util/err.h"
 #include "model/ops.h"
 
 /* Piper's DEVICES_LIMIT: the most devices, so the largest degree too. */
 #define MAX_DEGREE 10000
+/* The most micro-batches N in a batch: the published inputs have 256 and
+ * 7,680; a simulation keeps state for each micro-batch of a plan. */
+#define MAX_MBS 65536
 #define FLD_LEN 192
 
 struct id_at {
@@ -93,32 +97,51 @@ static int need(const struct rd *r, json_t *obj, const char *prefix, const char 
 	return *x ? AP_OK : bad(r, fld, "missing (expected %s)", want);
 }
 
-/* A number > 0 (pos) or >= 0.  JSON has no NaN or infinity and jansson
- * rejects numbers that overflow a double, so what parses is finite; the
- * check stays for the reader's sake. */
-static int as_number(const struct rd *r, const char *fld, json_t *x, int pos, double *out)
+/* What a number may be (docs/piper.md): > 0 (pos) or >= 0, and within
+ * [min, max], the bounds past which it describes no machine or model
+ * and the sums over a graph and a batch would overflow to inf. */
+struct bound {
+	int pos;
+	double min, max;
+	const char *least, *most; /* min and max, as the messages say them */
+};
+
+static const struct bound bytes_b = { 0, 0, (double)AP_MAX_BYTES, NULL, "2^62 bytes" };
+static const struct bound memory_b = { 1, 0, (double)AP_MAX_BYTES, NULL, "2^62 bytes" };
+static const struct bound bandwidth_b = { 1, 1e3, INFINITY, "1e3 bytes/s", NULL };
+static const struct bound seconds_b = { 0, 0, 1e6, NULL, "1e6 seconds" };
+
+/* A number within b.  JSON has no NaN or infinity and jansson rejects
+ * numbers that overflow a double, so what parses is finite; the check
+ * stays for the reader's sake. */
+static int as_number(const struct rd *r, const char *fld, json_t *x, const struct bound *b,
+		     double *out)
 {
-	const char *want = pos ? "a positive number" : "a non-negative number";
+	const char *want = b->pos ? "a positive number" : "a non-negative number";
 	double d;
 
 	if (!json_is_number(x))
 		return bad(r, fld, "expected %s, got %s", want, kind(x));
 	d = json_number_value(x);
-	if (!isfinite(d) || !(pos ? d > 0 : d >= 0))
+	if (!isfinite(d) || !(b->pos ? d > 0 : d >= 0))
 		return bad(r, fld, "expected %s, got %g", want, d);
+	if (d < b->min)
+		return bad(r, fld, "expected at least %s, got %g", b->least, d);
+	if (d > b->max)
+		return bad(r, fld, "expected at most %s, got %g", b->most, d);
 	*out = d;
 	return AP_OK;
 }
 
 static int number(const struct rd *r, json_t *obj, const char *prefix, const char *key,
-		  int pos, double *out)
+		  const struct bound *b, double *out)
 {
 	char fld[FLD_LEN];
 	json_t *x;
-	int st = need(r, obj, prefix, key, pos ? "a positive number" : "a non-negative number",
+	int st = need(r, obj, prefix, key, b->pos ? "a positive number" : "a non-negative number",
 		      &x, fld);
 
-	return st ? st : as_number(r, fld, x, pos, out);
+	return st ? st : as_number(r, fld, x, b, out);
 }
 
 /* An integer in [lo, hi].  A real with an integral value counts, as
@@ -192,9 +215,9 @@ static int read_machine(const struct rd *r, json_t *root)
 		st = integer(r, fld, x, 1, MAX_DEGREE, "a positive integer of at most 10000",
 			     &pi->max_devices);
 	if (!st)
-		st = number(r, root, "", "maxMemoryPerDevice", 1, &pi->mem);
+		st = number(r, root, "", "maxMemoryPerDevice", &memory_b, &pi->mem);
 	if (!st)
-		st = number(r, root, "", "bandwidth", 1, &pi->bw);
+		st = number(r, root, "", "bandwidth", &bandwidth_b, &pi->bw);
 	if (st)
 		return st;
 	/* the README calls N maxBatchSize, the published inputs mbsInBatch */
@@ -204,9 +227,11 @@ static int read_machine(const struct rd *r, json_t *root)
 		return bad(r, "mbsInBatch", "missing (expected a positive integer, the "
 			   "micro-batches in a batch; maxBatchSize is read too)");
 	if (x)
-		st = integer(r, "mbsInBatch", x, 1, INT_MAX, "a positive integer", &pi->mbs);
+		st = integer(r, "mbsInBatch", x, 1, MAX_MBS, "a positive integer of at most 65536",
+			     &pi->mbs);
 	if (!st && y) {
-		st = integer(r, "maxBatchSize", y, 1, INT_MAX, "a positive integer", &m);
+		st = integer(r, "maxBatchSize", y, 1, MAX_MBS, "a positive integer of at most 65536",
+			     &m);
 		if (!st && x && m != pi->mbs)
 			st = bad(r, "maxBatchSize", "%d differs from mbsInBatch (%d)", m, pi->mbs);
 		pi->mbs = m;
@@ -312,7 +337,7 @@ static int read_edges(struct rd *r, json_t *arr)
 				st = bad(r, fld, "no node has id %d", id);
 		}
 		if (!st)
-			st = number(r, x, pre, "communicationCost", 0, &pi->edges[e].bytes);
+			st = number(r, x, pre, "communicationCost", &bytes_b, &pi->edges[e].bytes);
 		pi->edges[e].src = end[0];
 		pi->edges[e].dst = end[1];
 	}
@@ -439,7 +464,7 @@ static int read_sync(const struct rd *r, json_t *obj, const char *pre, int v, in
 				   out ? id : r->ids[v]);
 		if (!isnan((*arr)[k]))
 			return bad(r, kf, "node %lld is given twice", id);
-		st = as_number(r, kf, val, 0, &(*arr)[k]);
+		st = as_number(r, kf, val, &bytes_b, &(*arr)[k]);
 		if (st)
 			return st;
 	}
@@ -472,13 +497,13 @@ static int read_tmpc(const struct rd *r, json_t *obj, const char *pre, int v,
 	x->id = strdup(json_string_value(y));
 	if (!x->id)
 		return oom();
-	st = number(r, obj, pre, "timePerSample", 0, &x->time);
+	st = number(r, obj, pre, "timePerSample", &seconds_b, &x->time);
 	if (!st)
-		st = number(r, obj, pre, "parameterSize", 0, &x->params);
+		st = number(r, obj, pre, "parameterSize", &bytes_b, &x->params);
 	if (!st)
-		st = number(r, obj, pre, "memoryUsageA", 0, &x->mem_a);
+		st = number(r, obj, pre, "memoryUsageA", &bytes_b, &x->mem_a);
 	if (!st)
-		st = number(r, obj, pre, "memoryUsageB", 0, &x->mem_b);
+		st = number(r, obj, pre, "memoryUsageB", &bytes_b, &x->mem_b);
 	if (!st)
 		st = read_sync(r, obj, pre, v, 0, &x->sync_fw);
 	if (!st)
@@ -595,23 +620,6 @@ static int read_input(const char *path, struct piper_inst *out, int **ids)
 int piper_read(const char *path, struct piper_inst *out)
 {
 	return read_input(path, out, NULL);
-}
-
-int piper_is_input(const char *path)
-{
-	size_t n = strlen(path);
-	FILE *f;
-	int c;
-
-	if (n <= 5 || strcmp(path + n - 5, ".json"))
-		return 0;
-	f = fopen(path, "r");
-	if (!f)
-		return 1; /* its reader says why it cannot be read */
-	while ((c = getc(f)) != EOF && isspace(c))
-		;
-	fclose(f);
-	return c == '{';
 }
 
 /* Names the model format takes as one token, shared by no other op. */

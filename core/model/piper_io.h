@@ -17,10 +17,6 @@
  * released. */
 int piper_read(const char *path, struct piper_inst *out);
 
-/* Whether a model argument is a Piper input: a path ending in .json whose
- * text starts with an object (a model file never does). */
-int piper_is_input(const char *path);
-
 /* Imports path as a graph of opaque operators, one per node in a
  * topological order, with the numbers of the node's degree-1 "vanilla"
  * configuration (else its first degree-1 one) for a batch of mbs micro-

@@ -73,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/checked.h"
 #include "util/err.h"
 #include "sim/sim_impl.h"
 #include "util/grow.h"
@@ -129,27 +130,26 @@ int sim_init(struct sim *s, const struct graph *g, const struct profile *p,
 	if (st)
 		goto out;
 	w->ndev = cluster_ndevices(c);
-	/* Devices, then a directed link for every (device, device of its
-	 * node) pair, then each node's NIC as a sending and a receiving
-	 * side: NICs are full duplex. */
-	w->res_intra = w->ndev;
-	w->res_nic = w->res_intra + w->ndev * c->per_node;
-	w->nres = w->res_nic + 2 * c->nodes;
+	/* Devices, then each node's NIC as a sending and a receiving side
+	 * (NICs are full duplex), then the links inside nodes that layouts
+	 * use (sim_comm.c). */
+	w->res_nic = w->ndev;
+	w->res_link = w->nres = w->res_nic + 2 * c->nodes;
 	w->cost = calloc((size_t)(g->nops > 0 ? g->nops : 1), sizeof *w->cost);
 	w->cost_seen = calloc((size_t)(g->nops > 0 ? g->nops : 1) * SIM_COST_WAYS,
 			      sizeof *w->cost_seen);
 	w->cost_next = calloc((size_t)(g->nops > 0 ? g->nops : 1), sizeof *w->cost_next);
-	w->res_free = calloc((size_t)w->nres, sizeof *w->res_free);
-	w->res_busy = calloc((size_t)w->nres, sizeof *w->res_busy);
 	w->grad_ready = calloc((size_t)w->ndev, sizeof *w->grad_ready);
 	w->act_cur = calloc((size_t)w->ndev, sizeof *w->act_cur);
 	w->mem = calloc((size_t)w->ndev, sizeof *w->mem);
 	w->dev_nshards = calloc((size_t)w->ndev, sizeof *w->dev_nshards);
 	w->umem = calloc((size_t)w->ndev, sizeof *w->umem);
 	w->udev_nshards = calloc((size_t)w->ndev, sizeof *w->udev_nshards);
-	if (!w->cost || !w->cost_seen || !w->cost_next || !w->res_free || !w->res_busy || !w->grad_ready ||
+	if (!w->cost || !w->cost_seen || !w->cost_next || !w->grad_ready ||
 	    !w->act_cur || !w->mem || !w->dev_nshards || !w->umem || !w->udev_nshards)
 		st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
+	else if (RESERVE(w, res_free, w->nres) || RESERVE(w, res_busy, w->nres))
+		st = AP_EFAIL;
 out:
 	if (st)
 		sim_release(s);
@@ -168,6 +168,8 @@ void sim_release(struct sim *s)
 		free(w->cost_next);
 		free(w->res_free);
 		free(w->res_busy);
+		sim_map_release(&w->links);
+		free(w->link_ends);
 		free(w->grad_ready);
 		free(w->act_cur);
 		free(w->mem);
@@ -242,7 +244,7 @@ void sim_release(struct sim *s)
 		free(w->pairs);
 		free(w->bpairs);
 		free(w->heads);
-		free(w->xhead);
+		sim_map_release(&w->xhead);
 		free(w->scratch);
 		free(w->cut);
 		free(w->span);
@@ -251,9 +253,11 @@ void sim_release(struct sim *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* A peak at INT64_MAX is a saturated sum (sim.h): more than any memory. */
 int sim_fits(const struct sim_result *r)
 {
-	return !(r->mem_bytes > 0 && r->peak_mem_bytes > r->mem_bytes);
+	return !(r->mem_bytes > 0 &&
+		 (r->peak_mem_bytes > r->mem_bytes || r->peak_mem_bytes == INT64_MAX));
 }
 
 /* The cost of op i under its plan degrees, looked up unless they are
@@ -303,7 +307,10 @@ static int lookup_costs(struct sim *s, const struct plan *pl, struct cost_tally 
 
 /* Adds (sign 1) or takes away (-1) the weights and stashed versions of
  * op i's shards a..b-1 and counts them on their devices: integer sums,
- * so a change can be applied to the totals of the last run. */
+ * so a change can be applied to the totals of the last run.  A sum that
+ * would pass INT64_MAX stays there (util/checked.h), and a change to a
+ * device so saturated is not taken away but counted again from scratch
+ * (saturated(), sim_finish_change()). */
 static void op_memory(struct sim *s, const struct plan *pl, int i, int a, int b, int sign)
 {
 	struct sim_work *w = s->w;
@@ -320,11 +327,21 @@ static void op_memory(struct sim *s, const struct plan *pl, int i, int a, int b,
 
 	for (int gs = a; gs < b; gs++) {
 		struct sim_mem *m = &w->mem[w->shard_dev[gs]];
+		int64_t p = w->shard_params[gs], sp = sat_mul(stash, p);
 
-		m->weights += sign * w->shard_params[gs];
-		m->stash += sign * stash * w->shard_params[gs];
+		m->weights = sign > 0 ? sat_add(m->weights, p) : m->weights - p;
+		m->stash = sign > 0 ? sat_add(m->stash, sp) : m->stash - sp;
 		w->dev_nshards[w->shard_dev[gs]] += sign;
 	}
+}
+
+/* Whether a device's weights or stash stopped at INT64_MAX. */
+static int saturated(const struct sim_work *w)
+{
+	for (int d = 0; d < w->ndev; d++)
+		if (w->mem[d].weights == INT64_MAX || w->mem[d].stash == INT64_MAX)
+			return 1;
+	return 0;
 }
 
 /* The largest workspace of each device's shards. */
@@ -347,7 +364,7 @@ static void optimizer_memory(struct sim_work *w, int copies)
 {
 	for (int d = 0; d < w->ndev; d++) {
 		w->mem[d].grads = w->mem[d].weights;
-		w->mem[d].opt_state = copies * w->mem[d].weights;
+		w->mem[d].opt_state = sat_mul(copies, w->mem[d].weights);
 	}
 }
 
@@ -392,8 +409,8 @@ static void summarise(struct sim *s, const struct plan *pl, struct sim_result *r
 		r->compute_busy_s += w->res_busy[d];
 		if (w->res_busy[d] > r->busiest_compute_s)
 			r->busiest_compute_s = w->res_busy[d];
-		m->peak = m->weights + m->grads + m->opt_state + m->stash + m->act +
-			  m->workspace;
+		m->peak = SAT_SUM(m->weights, m->grads, m->opt_state, m->stash, m->act,
+				  m->workspace);
 		if (m->peak > r->peak_mem_bytes) {
 			r->peak_mem_bytes = m->peak;
 			r->peak_dev = d;
@@ -460,7 +477,7 @@ int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_und
 		      int n, int from, struct sim_result *r)
 {
 	struct sim_work *w = s->w;
-	int rescan = 0;
+	int rescan = 0, sat = saturated(w);
 
 	memset(r, 0, sizeof *r);
 	for (int k = 0; k < n; k++) {
@@ -468,7 +485,8 @@ int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_und
 		int64_t ws = old[k].cost.workspace_bytes;
 
 		w->tally.n[old[k].cost.source]--;
-		op_memory(s, pl, i, old[k].shard_base, old[k].shard_end, -1);
+		if (!sat)
+			op_memory(s, pl, i, old[k].shard_base, old[k].shard_end, -1);
 		/* a device whose largest workspace this op's shard had must be
 		 * scanned again */
 		for (int gs = old[k].shard_base; gs < old[k].shard_end && !rescan; gs++)
@@ -477,6 +495,8 @@ int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_und
 		if (st)
 			return st;
 		cost_tally_add(&w->tally, w->cost[i].source);
+		if (sat)
+			continue;
 		op_memory(s, pl, i, w->shard_base[i], w->shard_end[i], 1);
 		for (int gs = w->shard_base[i]; gs < w->shard_end[i]; gs++) {
 			struct sim_mem *m = &w->mem[w->shard_dev[gs]];
@@ -485,9 +505,13 @@ int sim_finish_change(struct sim *s, const struct plan *pl, const struct sim_und
 				m->workspace = w->cost[i].workspace_bytes;
 		}
 	}
-	if (rescan)
-		workspaces(s);
-	optimizer_memory(w, optimizer_state_copies(w->opt));
+	if (sat) {
+		static_memory(s, pl, optimizer_state_copies(w->opt));
+	} else {
+		if (rescan)
+			workspaces(s);
+		optimizer_memory(w, optimizer_state_copies(w->opt));
+	}
 	return schedule_summarise(s, pl, from, r);
 }
 
@@ -538,17 +562,16 @@ int sim_nresources(const struct sim *s)
 int sim_resource_name(const struct sim *s, int res, char *buf, size_t len)
 {
 	const struct sim_work *w = s->w;
-	int pn = s->c->per_node;
 
 	if (res < 0 || res >= w->nres)
 		return -1;
-	if (res < w->res_intra)
+	if (res < w->res_nic)
 		snprintf(buf, len, "device %d", res);
-	else if (res < w->res_nic)
-		snprintf(buf, len, "link %d->%d", (res - w->res_intra) / pn,
-			 (res - w->res_intra) / pn / pn * pn + (res - w->res_intra) % pn);
-	else
+	else if (res < w->res_link)
 		snprintf(buf, len, "node %d nic %s", (res - w->res_nic) / 2,
 			 (res - w->res_nic) % 2 ? "rx" : "tx");
+	else
+		snprintf(buf, len, "link %d->%d", w->link_ends[2 * (res - w->res_link)],
+			 w->link_ends[2 * (res - w->res_link) + 1]);
 	return 0;
 }

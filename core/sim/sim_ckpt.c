@@ -23,14 +23,53 @@
 
 /* --- checkpoints ------------------------------------------------------------ */
 
+static size_t ckpt_nd_of(const struct sim_work *w, int nres)
+{
+	return 2 * (size_t)nres + 2 * (size_t)w->ndev + 1;
+}
+
 static size_t ckpt_nd(const struct sim_work *w)
 {
-	return 2 * (size_t)w->nres + 2 * (size_t)w->ndev + 1;
+	return ckpt_nd_of(w, w->ckpt_nres);
 }
 
 static size_t ckpt_ni(const struct sim_work *w)
 {
 	return 2 * (size_t)w->ndev + 3 + NTASK_KINDS + 1;
+}
+
+/* A checkpoint holds the free and busy times of ckpt_nres resources.
+ * The links a delta's layout adds (sim_comm.c) are taken into every place
+ * with the times 0: no step before the delta's first used them, or the
+ * delta would start earlier.  Fewer resources come from a full layout,
+ * after which no place is read again. */
+int sim_ckpt_fit(struct sim_work *w)
+{
+	size_t old = (size_t)w->ckpt_nres, nres = (size_t)w->nres, add = nres - old;
+	size_t rest = 2 * (size_t)w->ndev + 1, ond = ckpt_nd(w), nnd = ckpt_nd_of(w, w->nres);
+
+	if (w->nres == w->ckpt_nres)
+		return AP_OK;
+	if (w->nres < w->ckpt_nres || !w->nckpt_sel) {
+		w->nckpt = w->nckpt_sel = 0;
+		w->ckpt_nres = w->nres;
+		return AP_OK;
+	}
+	if (RESERVE(w, ckpt_d, 2 * (size_t)w->nckpt_sel * nnd))
+		return AP_EFAIL;
+	/* from the last place down, each part to where it goes: every part
+	 * moves up, so none overwrites one not moved yet */
+	for (size_t p = 2 * (size_t)w->nckpt_sel; p-- > 0;) {
+		double *o = w->ckpt_d + p * ond, *n = w->ckpt_d + p * nnd;
+
+		memmove(n + 2 * nres, o + 2 * old, rest * sizeof *n);
+		memmove(n + nres, o + old, old * sizeof *n);
+		memset(n + nres + old, 0, add * sizeof *n);
+		memmove(n, o, old * sizeof *n);
+		memset(n + old, 0, add * sizeof *n);
+	}
+	w->ckpt_nres = w->nres;
+	return AP_OK;
 }
 
 /* Checkpoint k has two places, 2k and 2k + 1, the one in use ckpt_sel[k]:
@@ -63,7 +102,7 @@ int sim_ckpt_save(struct sim_work *w, int step)
 	memcpy(d, w->res_free, (size_t)w->nres * sizeof *d);
 	if (!w->lean) /* a lean run's busy times are not read */
 		memcpy(d + w->nres, w->res_busy, (size_t)w->nres * sizeof *d);
-	d += 2 * w->nres;
+	d += 2 * (size_t)w->nres;
 	for (int i = 0; i < w->ndev; i++) {
 		*d++ = w->grad_ready[i].end;
 		*d++ = w->grad_ready[i].cp;
@@ -101,7 +140,7 @@ void sim_ckpt_restore(struct sim_work *w, int step)
 	memcpy(w->res_free, d, (size_t)w->nres * sizeof *d);
 	if (!w->lean)
 		memcpy(w->res_busy, d + w->nres, (size_t)w->nres * sizeof *d);
-	d += 2 * w->nres;
+	d += 2 * (size_t)w->nres;
 	for (int i = 0; i < w->ndev; i++) {
 		w->grad_ready[i].end = *d++;
 		w->grad_ready[i].cp = *d++;

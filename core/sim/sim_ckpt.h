@@ -17,6 +17,9 @@
  * writes; a step after w->tlog_last needs none), sim_tlog_undo() puts
  * them back, and the checkpoints the run saved. */
 int sim_ckpt_save(struct sim_work *w, int step);
+/* Takes the resources added since the checkpoints were kept into them,
+ * before a schedule saves or restores one. */
+int sim_ckpt_fit(struct sim_work *w);
 void sim_ckpt_restore(struct sim_work *w, int step);
 int sim_ckpt_before(const struct sim_work *w, int step);
 void sim_tlog_begin(struct sim_work *w);

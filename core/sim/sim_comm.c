@@ -26,20 +26,49 @@
 #include "util/err.h"
 #include "util/intmath.h"
 
+/* The directed link a->b inside a node, a resource from the first
+ * transfer that uses it on: resources of every pair of a node would grow
+ * as the square of its devices, a few thousand of them as the cluster of
+ * Piper's inputs has.  Its free and busy times start at 0, what a link
+ * no task used has; the checkpoints of earlier runs take it in with
+ * that value (sim_ckpt_fit()). */
+static int link_res(struct sim_work *w, int a, int b, int *res)
+{
+	int *id, st = sim_map_at(&w->links, (int64_t)a * w->ndev + b, &id);
+
+	if (st || *id >= 0) {
+		*res = st ? -1 : *id;
+		return st;
+	}
+	if (RESERVE(w, res_free, w->nres + 1) || RESERVE(w, res_busy, w->nres + 1) ||
+	    RESERVE(w, link_ends, 2 * ((size_t)w->nres - w->res_link + 1)))
+		return AP_EFAIL;
+	w->res_free[w->nres] = w->res_busy[w->nres] = 0;
+	w->link_ends[2 * (w->nres - w->res_link)] = a;
+	w->link_ends[2 * (w->nres - w->res_link) + 1] = b;
+	*id = *res = w->nres++;
+	return AP_OK;
+}
+
+void sim_links_reset(struct sim_work *w)
+{
+	sim_map_clear(&w->links);
+	w->nres = w->res_link;
+}
+
 /* The resources a transfer from device a to device b occupies: the
- * directed pair inside a node, or a's NIC sending and b's receiving. */
-void sim_link_res(const struct sim *s, int a, int b, int res[2])
+ * directed link inside a node, or a's NIC sending and b's receiving. */
+int sim_link_res(struct sim *s, int a, int b, int res[2])
 {
 	const struct cluster *c = s->c;
 	int na = a / c->per_node, nb = b / c->per_node;
 
-	if (na == nb) {
-		res[0] = s->w->res_intra + a * c->per_node + b % c->per_node;
-		res[1] = -1;
-	} else {
-		res[0] = s->w->res_nic + 2 * na;
-		res[1] = s->w->res_nic + 2 * nb + 1;
-	}
+	res[1] = -1;
+	if (na == nb)
+		return link_res(s->w, a, b, &res[0]);
+	res[0] = s->w->res_nic + 2 * na;
+	res[1] = s->w->res_nic + 2 * nb + 1;
+	return AP_OK;
 }
 
 static int add_coll(struct sim_work *w, enum sim_task_kind kind, double dur_s,
@@ -82,8 +111,9 @@ static int add_rings(struct sim *s, const int *dev, int n)
 		for (b = a + 1; b < n && dev[b] / pn == dev[a] / pn; b++)
 			;
 		for (int t = a; t < b && b - a > 1 && !st; t++) {
-			sim_link_res(s, dev[t], dev[t + 1 < b ? t + 1 : a], res);
-			st = add_coll_res(s->w, res[0]);
+			st = sim_link_res(s, dev[t], dev[t + 1 < b ? t + 1 : a], res);
+			if (!st)
+				st = add_coll_res(s->w, res[0]);
 		}
 	}
 	return st;

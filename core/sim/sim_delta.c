@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/checked.h"
 #include "util/err.h"
 #include "util/intmath.h"
 #include "sim/sim_transfers.h"
@@ -221,7 +222,8 @@ static void reset_act(struct sim *s, int naff)
 				const struct sim_xfer *x = &w->xf[w->xff[e]];
 
 				if (x->emit_op == c)
-					w->act_bytes[w->xs[w->xff[e]].cons] += x->bytes;
+					w->act_bytes[w->xs[w->xff[e]].cons] =
+						sat_add(w->act_bytes[w->xs[w->xff[e]].cons], x->bytes);
 			}
 		}
 	}

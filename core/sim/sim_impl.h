@@ -22,6 +22,7 @@
 #include "util/err.h"
 #include "plan/sched.h"
 #include "sim/sim.h"
+#include "sim/sim_map.h"
 
 /* A source of a compute task: >= 0 a shard on the same device, < 0 the
  * transfer SRC_XFER(code). */
@@ -136,7 +137,14 @@ struct sim_work {
 	struct sim_cost *cost;
 	struct sim_cost *cost_seen;      /* [nops][SIM_COST_WAYS]: earlier */
 	int *cost_next;                  /* lookups, replaced in turn */
-	int ndev, nres, res_intra, res_nic;
+	/* Resources (sim_comm.c): devices, then each node's NIC as a
+	 * sending and a receiving side, then from res_link on the directed
+	 * links between two devices of a node that the layouts since the
+	 * last full one used, numbered as they came: a node of p devices has
+	 * p (p - 1) of them, of which a plan uses a few. */
+	int ndev, nres, res_nic, res_link;
+	struct sim_map links;            /* a * ndev + b -> link a->b */
+	ARRAY(int, link_ends);           /* [2][nres - res_link]: a, b */
 
 	/* Fixed by one plan (sim_layout.c). */
 	int m;                           /* micro-batches simulated: the most
@@ -220,8 +228,8 @@ struct sim_work {
 					  * lean run leaves alone) */
 	int t_xcap, t_scap, t_m;         /* their block's parts, and blocks */
 	struct tend *grad_ready;         /* [ndev] */
-	double *res_free, *res_busy;     /* [nres]; a link's busy time only
-					  * when busy_links */
+	ARRAY(double, res_free);         /* [nres]; a link's busy time only */
+	ARRAY(double, res_busy);         /* when busy_links */
 	int64_t *act_cur;                /* [ndev] */
 	struct sim_mem *mem;             /* [ndev] */
 	int *dev_nshards;                /* [ndev]: shards on each device */
@@ -236,6 +244,7 @@ struct sim_work {
 	/* Checkpoints of the schedule (sim_ckpt.c) and what sim_delta()
 	 * needs of the last run (sim_delta.c). */
 	int ckpt_on, nckpt;
+	int ckpt_nres;                   /* the resources a checkpoint holds */
 	ARRAY(double, ckpt_d);           /* [nckpt][2][ckpt_nd] */
 	ARRAY(int64_t, ckpt_i);          /* [nckpt][2][ckpt_ni] */
 	ARRAY(int, ckpt_ok);             /* [nckpt]: kept (a forward step) */
@@ -282,7 +291,8 @@ struct sim_work {
 	ARRAY(int, pairs);
 	ARRAY(int, bpairs);
 	ARRAY(int, heads);
-	ARRAY(int, xhead);               /* [shard of a producer][device] */
+	struct sim_map xhead;            /* (shard of a producer) * ndev +
+					  * device -> transfer (sim_transfers.c) */
 	ARRAY(int, scratch);
 	ARRAY(int64_t, cut);
 	ARRAY(struct sim_span, span);

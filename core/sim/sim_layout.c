@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/checked.h"
 #include "util/err.h"
 #include "util/intmath.h"
 #include "plan/sched.h"
@@ -383,7 +384,8 @@ static int remat_sums(struct sim *s, const struct plan *pl)
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	for (int i = 0; i < s->g->nops; i++)
 		for (int gs = w->shard_base[i]; gs < w->shard_end[i] && pl->ops[i].recompute; gs++)
-			w->remat_bytes[gs] = sum[w->shard_dev[gs]] += w->remat_bytes[gs];
+			w->remat_bytes[gs] = sum[w->shard_dev[gs]] =
+				sat_add(sum[w->shard_dev[gs]], w->remat_bytes[gs]);
 	free(sum);
 	return AP_OK;
 }
@@ -473,8 +475,10 @@ int sim_layout(struct sim *s, const struct plan *pl)
 		st = layout_stage_ops(s, pl);
 	if (!st)
 		st = layout_shards(s, pl);
-	if (!st)
+	if (!st) {
+		sim_links_reset(s->w);
 		st = sim_layout_transfers(s, pl);
+	}
 	if (!st)
 		st = sim_layout_groups(s, pl);
 	if (!st)

@@ -59,6 +59,7 @@
 #include "plan/sched.h"
 #include "sim/sim_impl.h"
 #include "sim/sim_sched.h"
+#include "util/checked.h"
 #include "util/err.h"
 #include "util/intmath.h"
 
@@ -184,19 +185,19 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 			ps->b += cost_selective_share(op) * oc.fwd_us * 1e-6;
 		if (T > 1)
 			ps->tp_bytes += 2 * outb * (T - 1) / T;
-		ps->act += cost_saved_bytes(g, i, &o, x->mb);
+		ps->act = sat_add(ps->act, cost_saved_bytes(g, i, &o, x->mb));
 		if (op->params > 0 || (op->kind == OP_LINEAR && op->a.tie >= 0)) {
 			/* W needs the op's input and its output's gradient */
 			struct tp_op in_only = op_mode(x, i, op->kind == OP_ATTENTION
 							     ? RECOMPUTE_SELECTIVE : rc);
 
-			ps->wkeep += cost_saved_bytes(g, i, &in_only, x->mb) +
-				     (int64_t)(outb / (x->role[i] == TP_COLUMN ? T : 1));
+			ps->wkeep = SAT_SUM(ps->wkeep, cost_saved_bytes(g, i, &in_only, x->mb),
+					    sat_of_double(outb / (x->role[i] == TP_COLUMN ? T : 1)));
 		}
 		if (rc == RECOMPUTE_FULL) {
 			struct tp_op keep = op_mode(x, i, RECOMPUTE_NONE);
 
-			seg[sx] += cost_saved_bytes(g, i, &keep, x->mb);
+			seg[sx] = sat_add(seg[sx], cost_saved_bytes(g, i, &keep, x->mb));
 			ps->peak_extra = seg[sx] > ps->peak_extra ? seg[sx] : ps->peak_extra;
 			/* its checkpoints: inputs from ops that keep theirs,
 			 * once a stage however many ops read them */
@@ -206,8 +207,9 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 				if ((pl->ops[j].recompute != RECOMPUTE_FULL ||
 				     pl->ops[j].stage != pl->ops[i].stage) && ckpt[j] != sx + 1) {
 					ckpt[j] = sx + 1;
-					ps->act += (int64_t)(cost_act_bytes(g, j, pl->precision, x->mb) /
-							     (pl->seq_parallel ? T : 1));
+					ps->act = sat_add(ps->act, sat_of_double(
+						cost_act_bytes(g, j, pl->precision, x->mb) /
+						(pl->seq_parallel ? T : 1)));
 				}
 			}
 		} else {
@@ -224,7 +226,7 @@ static int stage_costs(struct pctx *x, struct sim_result *r)
 			reach = cs > reach ? cs : reach;
 		}
 		for (int q = sx; q < reach; q++)
-			x->st[q].send_bytes += (int64_t)outb;
+			x->st[q].send_bytes = sat_add(x->st[q].send_bytes, sat_of_double(outb));
 	}
 	sorted = malloc((size_t)(D * T) * sizeof *sorted);
 	if (!st && !sorted)
@@ -345,12 +347,14 @@ static int64_t group_act_peak(const struct pctx *x, int r)
 		int64_t keep = ps->wkeep < ps->act ? ps->wkeep : ps->act;
 
 		if (it->bwd == SCHED_F) {
-			cur += ps->act;
+			cur = sat_add(cur, ps->act);
 		} else if (it->bwd == SCHED_B) {
-			peak = cur + ps->peak_extra > peak ? cur + ps->peak_extra : peak;
-			cur -= x->pl->sched == SCHED_ZB_H1 ? ps->act - keep : ps->act;
+			int64_t top = sat_add(cur, ps->peak_extra);
+
+			peak = top > peak ? top : peak;
+			cur = sat_sub(cur, x->pl->sched == SCHED_ZB_H1 ? ps->act - keep : ps->act);
 		} else {
-			cur -= keep;
+			cur = sat_sub(cur, keep);
 		}
 		peak = cur > peak ? cur : peak;
 	}
@@ -513,18 +517,18 @@ int sim_pipe_run(struct sim *s, const struct plan *pl, const struct sim_opts *op
 			cp = opts->lean ? NAN : fmax(cp, cpend[q] + sync + upd);
 			used += busy[q] + upd;
 			r->link_bytes[LINK_INTER] += (int64_t)(2 * gbytes * (D - 1) / (D > 0 ? D : 1) * nall);
-			fixed = (int64_t)(params * state);
+			fixed = sat_of_double(params * state);
 			for (int k = 0; k < nall; k++) {
 				struct sim_mem *mm = &w->mem[pl->stages[q].devices[k]];
 
-				mm->weights = (int64_t)(params * precision_elem_bytes(pl->precision) /
-							(pl->zero >= 3 ? D : 1));
+				mm->weights = sat_of_double(params * precision_elem_bytes(pl->precision) /
+							    (pl->zero >= 3 ? D : 1));
 				mm->opt_state = fixed - mm->weights;
 				mm->act = act;
-				mm->peak = fixed + act;
+				mm->peak = sat_add(fixed, act);
 			}
-			if (fixed + act > r->peak_mem_bytes) {
-				r->peak_mem_bytes = fixed + act;
+			if (sat_add(fixed, act) > r->peak_mem_bytes) {
+				r->peak_mem_bytes = sat_add(fixed, act);
 				r->peak_dev = pl->stages[q].devices[0];
 			}
 		}

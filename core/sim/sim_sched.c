@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/checked.h"
 #include "util/err.h"
 #include "sim/sim_ckpt.h"
 
@@ -166,17 +167,19 @@ compute(struct sim_work *w, int op, int a, int b, int j, int bwd, int rec, int l
 			own_cp[gs] = cp + dur;
 			max_cp = dmax(max_cp, cp + dur);
 		}
-		/* a backward frees: only a forward can raise the peak */
+		/* a backward frees: only a forward can raise the peak, which
+		 * stays at INT64_MAX once a sum reaches it (util/checked.h);
+		 * a sum held there frees down to 0 at most, never below */
 		if (!bwd) {
-			int64_t act = act_cur[dev] += act_bytes[gs];
+			int64_t act = act_cur[dev] = sat_add(act_cur[dev], act_bytes[gs]);
 
 			if (act > mem[dev].act)
 				mem[dev].act = act;
 		} else {
 			/* a recomputing shard's outputs are live again */
-			if (remat[gs] && act_cur[dev] + remat[gs] > mem[dev].act)
-				mem[dev].act = act_cur[dev] + remat[gs];
-			act_cur[dev] -= act_bytes[gs];
+			if (remat[gs] && sat_add(act_cur[dev], remat[gs]) > mem[dev].act)
+				mem[dev].act = sat_add(act_cur[dev], remat[gs]);
+			act_cur[dev] = sat_sub(act_cur[dev], act_bytes[gs]);
 		}
 		if (rec && !st)
 			st = sim_record(w, kind, dev, op, gs - w->shard_base[op], j, t, dur, 0);
@@ -493,7 +496,7 @@ int sim_schedule_from(struct sim *s, int from)
 	struct sim_work *w = s->w;
 	int st = AP_OK, step = 0, op;
 
-	if (reserve_times(w))
+	if (reserve_times(w) || sim_ckpt_fit(w))
 		return AP_EFAIL;
 	w->nrecorded = 0;
 	if (w->tlog_on)

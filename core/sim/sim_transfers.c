@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "util/checked.h"
 #include "util/err.h"
 #include "util/intmath.h"
 #include "sim/sim_layout.h"
@@ -23,7 +24,7 @@
 
 /* The transfer of region [lo, hi) of producer shard gp to consumer shard
  * gc of op c in stage index `stage`, shared with an earlier consumer of the
- * same stage on the same device that needs the same region.  xhead[] chains
+ * same stage on the same device that needs the same region.  xhead chains
  * the transfers of each (shard of the producer, destination device), so
  * the search for a sharer looks only at transfers to the same device. */
 static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
@@ -31,12 +32,12 @@ static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 		     int no_grad, int pieces, int rper, int rphase, int *out)
 {
 	struct sim_work *w = s->w;
-	int dst = w->shard_dev[gc];
-	int hk = (gp - w->shard_base[w->shard_op[gp]]) * w->ndev + dst;
+	int dst = w->shard_dev[gc], *head;
+	int64_t hk = (int64_t)(gp - w->shard_base[w->shard_op[gp]]) * w->ndev + dst;
 	struct sim_xfer *x;
 	struct sim_xsched *xs;
 
-	for (int t = w->xhead[hk]; t >= 0; t = w->xf[t].next_same) {
+	for (int t = sim_map_get(&w->xhead, hk); t >= 0; t = w->xf[t].next_same) {
 		x = &w->xf[t];
 		if (x->stage == stage && x->rper == rper && x->rphase == rphase &&
 		    !memcmp(x->lo, lo, sizeof x->lo) && !memcmp(x->hi, hi, sizeof x->hi)) {
@@ -60,15 +61,17 @@ static int find_xfer(struct sim *s, int gp, int gc, int c, int stage,
 	x->bytes = bytes;
 	x->cls = cluster_link_class(s->c, x->src, dst);
 	xs->dur_s = cost_transfer_s(s->c, x->src, dst, (double)bytes);
-	sim_link_res(s, x->src, dst, xs->res);
-	sim_link_res(s, dst, x->src, xs->rres);
+	if (sim_link_res(s, x->src, dst, xs->res) || sim_link_res(s, dst, x->src, xs->rres))
+		return AP_EFAIL;
+	if (sim_map_at(&w->xhead, hk, &head))
+		return AP_EFAIL;
 	memcpy(x->lo, lo, sizeof x->lo);
 	memcpy(x->hi, hi, sizeof x->hi);
-	x->next_same = w->xhead[hk];
-	w->xhead[hk] = w->nxf;
+	x->next_same = *head;
+	*head = w->nxf;
 	/* A received input is kept until its first consumer's backward: the
 	 * pieces of a finer producer's micro-batches that make one of its. */
-	w->act_bytes[gc] += pieces * bytes;
+	w->act_bytes[gc] = sat_add(w->act_bytes[gc], sat_mul(pieces, bytes));
 	*out = w->nxf++;
 	return AP_OK;
 }
@@ -253,33 +256,26 @@ static int connect(struct sim *s, const struct plan *pl, int p, int c, int k,
 	return st;
 }
 
-/* The xhead[] slot of transfer t of producer p: its shard and destination. */
-static int xhead_key(const struct sim_work *w, int p, int t)
+/* The xhead key of transfer t of producer p: its shard and destination. */
+static int64_t xhead_key(const struct sim_work *w, int p, int t)
 {
-	return (w->xs[t].prod - w->shard_base[p]) * w->ndev + w->xf[t].dst;
+	return (int64_t)(w->xs[t].prod - w->shard_base[p]) * w->ndev + w->xf[t].dst;
 }
 
 int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
 			const int *keep, int nkeep, int np[2])
 {
 	struct sim_work *w = s->w;
-	size_t nh = (size_t)(w->shard_end[p] - w->shard_base[p]) * w->ndev;
-	int st = AP_OK, x0 = w->nxf;
+	int st = AP_OK, *head;
 
-	/* xhead[] is all -1 between producers: only the entries this one
-	 * sets are reset, so a producer costs its transfers, not its shards
-	 * times the devices */
-	if (nh > w->cap_xhead) {
-		size_t old = w->cap_xhead;
-
-		if (RESERVE(w, xhead, nh))
-			return AP_EFAIL;
-		for (size_t k = old; k < w->cap_xhead; k++)
-			w->xhead[k] = -1;
+	/* xhead is empty between producers: a producer costs its
+	 * transfers, not its shards times the devices.  The kept transfers,
+	 * in the order they were made, can be shared. */
+	for (int k = 0; k < nkeep && !st; k++) {
+		st = sim_map_at(&w->xhead, xhead_key(w, p, keep[k]), &head);
+		if (!st)
+			*head = keep[k];
 	}
-	/* the kept transfers, in the order they were made, can be shared */
-	for (int k = 0; k < nkeep; k++)
-		w->xhead[xhead_key(w, p, keep[k])] = keep[k];
 	for (int e = w->cons_ofs[p]; e < w->cons_ofs[p + 1] && !st; e++) {
 		int c = w->cons[e];
 
@@ -291,10 +287,7 @@ int sim_layout_producer(struct sim *s, const struct plan *pl, int p, int from,
 			if (s->g->ops[c].in[k] == p)
 				st = connect(s, pl, p, c, k, np);
 	}
-	for (int t = x0; t < w->nxf; t++)
-		w->xhead[xhead_key(w, p, t)] = -1;
-	for (int k = 0; k < nkeep; k++)
-		w->xhead[xhead_key(w, p, keep[k])] = -1;
+	sim_map_clear(&w->xhead);
 	return st;
 }
 
@@ -316,7 +309,7 @@ static int rebatched(const struct sim_work *w, int t)
 	return w->op_m[w->shard_op[w->xs[t].prod]] != w->stage_m[w->xf[t].stage];
 }
 
-/* Producer by producer, so transfers can be shared through xhead[]. */
+/* Producer by producer, so transfers can be shared through xhead. */
 int sim_layout_transfers(struct sim *s, const struct plan *pl)
 {
 	const struct graph *g = s->g;

@@ -7,6 +7,8 @@
  * those, must stay at most AP_MAX_WORK: the products are taken with
  * sat_mul() and sat_add(), which stop at INT64_MAX instead of wrapping,
  * so a value past the limit is seen and refused, never a wrapped one.
+ * Totals of such values, as the simulator's memory per device, saturate
+ * the same way: one held at INT64_MAX is more than any limit.
  */
 #ifndef AUTOPAR_CHECKED_H
 #define AUTOPAR_CHECKED_H
@@ -32,6 +34,13 @@ static inline int64_t sat_add(int64_t a, int64_t b)
 	return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
+/* a - b of non-negative a and b, 0 where it would be negative: what a
+ * running total that saturated (and so holds less than it should) frees. */
+static inline int64_t sat_sub(int64_t a, int64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
 /* The product of n non-negative factors, saturating. */
 static inline int64_t sat_prod(const int64_t *v, int n)
 {
@@ -42,8 +51,29 @@ static inline int64_t sat_prod(const int64_t *v, int n)
 	return r;
 }
 
+/* The sum of n non-negative terms, saturating. */
+static inline int64_t sat_sum(const int64_t *v, int n)
+{
+	int64_t r = 0;
+
+	for (int i = 0; i < n; i++)
+		r = sat_add(r, v[i]);
+	return r;
+}
+
+/* A non-negative double as an int64_t, INT64_MAX from 2^63 on (and for
+ * NaN): converting a larger double is undefined behaviour. */
+static inline int64_t sat_of_double(double x)
+{
+	return !(x < 9223372036854775808.0) ? INT64_MAX : x > 0 ? (int64_t)x : 0;
+}
+
 #define SAT_PROD(...) \
 	sat_prod((const int64_t[]){ __VA_ARGS__ }, \
 		 (int)(sizeof((const int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)))
+
+#define SAT_SUM(...) \
+	sat_sum((const int64_t[]){ __VA_ARGS__ }, \
+		(int)(sizeof((const int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)))
 
 #endif

@@ -173,8 +173,15 @@ static void close_ties(const struct ws *w, uint64_t *set, int v)
 	}
 }
 
+static int out_of_time(const struct ws *w)
+{
+	return ap_err(AP_EINPUT, "piper", 0, "the search did not finish within its budget "
+		      "(%ld upsets)", w->nid);
+}
+
 /* Every upset: from the empty set, add a node whose successors are all
- * in (and with tie groups, what close_ties() adds with it). */
+ * in (and with tie groups, what close_ties() adds with it).  Each upset
+ * costs a pass over the n nodes, so the budget is checked after each. */
 static int upsets(struct ws *w)
 {
 	const struct piper_inst *pi = w->pi;
@@ -183,7 +190,11 @@ static int upsets(struct ws *w)
 
 	if (!rc)
 		rc = add(w, next);
-	for (long id = 0; id < w->nid && !rc; id++)
+	for (long id = 0; id < w->nid && !rc; id++) {
+		if (w->deadline > 0 && now_s() > w->deadline) {
+			rc = out_of_time(w);
+			break;
+		}
 		for (int v = 0; v < w->n && !rc; v++) {
 			const uint64_t *cur = set_of(w, id);
 			int ok = !has(cur, v);
@@ -199,6 +210,7 @@ static int upsets(struct ws *w)
 			if (find(w, next) < 0)
 				rc = add(w, next);
 		}
+	}
 	free(next);
 	return rc;
 }
@@ -550,8 +562,7 @@ static int fill(struct ws *w, struct stage_buf *sb, long I, long long *pairs)
 
 		(*pairs)++;
 		if ((*pairs & 1023) == 0 && w->deadline > 0 && now_s() > w->deadline)
-			return ap_err(AP_EINPUT, "piper", 0, "the search did not finish within "
-				      "its budget (%ld upsets)", w->nid);
+			return out_of_time(w);
 		for (int t = 1; t <= w->T; t++) {
 			const double *bi = bnd_of(w, I, t), *bj = bnd_of(w, J, t),
 				     *lim = w->lim + w->boff[t];
@@ -670,6 +681,14 @@ int piper_solve_tied(const struct piper_inst *pi, const int *tie, long max_ideal
 	w.S = pi->mbs < pi->max_devices ? pi->mbs : pi->max_devices;
 	w.words = (w.n + 63) / 64;
 	w.deadline = budget_s > 0 ? now_s() + budget_s : 0;
+	/* Without groups, the n + 1 sets of the nodes after the first j
+	 * of a topological order, for j = 0..n, are n + 1 distinct upsets:
+	 * a DAG of more than max_ideals - 1 nodes is refused before the
+	 * enumeration would find so many. */
+	if (!tie && (long)w.n >= max_ideals)
+		return ap_err(AP_EINPUT, "piper", 0, "the DAG has %d nodes, so at least %ld "
+			      "upsets, more than %ld (max-ideals), too many for Piper's "
+			      "dynamic program", w.n, (long)w.n + 1, max_ideals);
 	while (hsize < 2 * (size_t)max_ideals)
 		hsize *= 2;
 	w.hmask = hsize - 1;
