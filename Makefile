@@ -243,7 +243,11 @@ endif
 # closing table gives each harness's executions.  The project's sources
 # are built there too, with coverage; the runtime is left out, no parser
 # needs it.  A crash's input belongs in tests/fuzz/regress/NAME/, which
-# tests/test_fuzz_regress.c replays under `make test`.
+# tests/test_fuzz_regress.c replays under `make test`.  The ONNX importer's
+# converter is Python, out of libFuzzer's sight: its harness, fuzz_onnx,
+# runs tests/fuzz/onnx_fuzz over `autopar models import` ($(BIN)) with
+# libFuzzer's arguments (tests/fuzz/README.md), and
+# tests/test_onnx_edges.c replays tests/fuzz/regress/onnx/.
 FUZZ_CC      ?= clang
 FUZZ_DIR     ?= build-fuzz
 FUZZ_SECONDS ?= 600
@@ -252,17 +256,20 @@ FUZZ_CFLAGS  := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Wall -Wextra -MMD -MP \
                 -fno-sanitize-recover=all \
                 -Icore -Iplanners -Iruntime -Ibench -Itests/fuzz \
                 -DAUTOPAR_DATADIR='"$(PREFIX)/share/autopar"'
-FUZZ_NAMES   := model pipedream profile cluster plan matrix piper
+FUZZ_LIBFUZZER := model pipedream profile cluster plan matrix piper
+FUZZ_NAMES   := $(FUZZ_LIBFUZZER) onnx
 FUZZ_OBJ     := $(patsubst %.c,$(FUZZ_DIR)/%.o,$(CORE_SRC) $(PLAN_SRC) $(BENCH_SRC) \
                   tests/fuzz/targets.c)
-FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
+FUZZ_BINS    := $(FUZZ_LIBFUZZER:%=$(FUZZ_DIR)/fuzz_%)
+# the python3 the converter runs under (core/util/datadir.c, python_path())
+FUZZ_PYTHON  ?= $(or $(AUTOPAR_PYTHON),$(wildcard /usr/bin/python3),python3)
 
 .PHONY: fuzz fuzz-build fuzz-deps
 fuzz-deps:
 	@scripts/install-deps --fuzz --if-missing
 
 fuzz-build: fuzz-deps
-	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+	@$(MAKE) --no-print-directory $(FUZZ_BINS) $(FUZZ_DIR)/fuzz_onnx
 
 $(FUZZ_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -271,6 +278,12 @@ $(FUZZ_DIR)/%.o: %.c
 $(FUZZ_BINS): $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz.c $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET='"$*"' -o $@ $< $(FUZZ_OBJ) \
 		-lglpk -ljansson -lcsv -lm -pthread
+
+$(FUZZ_DIR)/fuzz_onnx: tests/fuzz/onnx_fuzz $(BIN)
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nexec "%s" "%s" --autopar "%s" "$$@"\n' '$(FUZZ_PYTHON)' \
+		'$(CURDIR)/tests/fuzz/onnx_fuzz' '$(abspath $(BIN))' >$@
+	chmod +x $@
 
 fuzz: fuzz-build
 	@mkdir -p $(FUZZ_DIR)/log $(FUZZ_DIR)/tmp

@@ -155,6 +155,8 @@ static const struct {
 	  "%D/pc.json: ", "the output of --trace is the input PLAN" },
 	{ "mc.model", PLAN_MODEL, NULL, NULL, "plan -m %D/mc.model -c 1x2:v100 -P dp "
 	  "-o %D/mc.model", "%D/mc.model: ", "the output of -o is the input -m" },
+	{ "s.onnx", "not onnx\n", NULL, NULL, "models import %D/s.onnx -o %D/s.onnx",
+	  "%D/s.onnx: ", "the output of -o is the input FILE.onnx" },
 	/* a .json model is Piper's input, whatever it holds */
 	{ "arr.json", "[1, 2]\n", NULL, NULL, "models %D/arr.json", "%D/arr.json: ",
 	  "expected an object (Piper's JSON input)" },

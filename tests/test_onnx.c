@@ -7,46 +7,12 @@
  * both plan with every planner; a node with no autopar operator, an
  * attention pattern that differs from the one recognised, and
  * torch.nn.MultiheadAttention's export are refused by name, with nothing
- * written.  Skips, with a message, where the onnx Python package
- * (python3-onnx) is missing.
+ * written (invalid and awkward graphs: test_onnx_edges.c).  Skips, with a
+ * message, where the onnx Python package (python3-onnx) is missing.
  */
 #include "model/model_io.h"
-#include "testutil.h"
+#include "onnxtest.h"
 #include "model/ops.h"
-
-static char out[65536];
-
-/* Imports tests/onnx/NAME.onnx to the temporary dir; returns the status. */
-static int import(const char *name, char *model, size_t len)
-{
-	char args[1024];
-
-	snprintf(model, len, "%s/%s.model", tmp_dir(), name);
-	snprintf(args, sizeof args, "models import '%s/tests/onnx/%s.onnx' -o '%s'",
-		 getenv("AUTOPAR_DATA"), name, model);
-	return test_autopar(args, 0, out, sizeof out);
-}
-
-/* The onnx package is there: the import of a small file does not fail
- * for want of it. */
-static int have_onnx(void)
-{
-	char model[600];
-	int st = import("mlp_small", model, sizeof model);
-
-	if (st == 1 && strstr(out, "python3-onnx"))
-		return 0;
-	return 1;
-}
-
-#define SKIP_WITHOUT_ONNX()                                                         \
-	do {                                                                        \
-		if (!have_onnx()) {                                                 \
-			print_message("skipped: the onnx Python package is missing " \
-				      "(apt-get install python3-onnx)\n");          \
-			skip();                                                     \
-		}                                                                   \
-	} while (0)
 
 /* params and forward MACs of a model file at batch 1, from `models --csv`. */
 static void totals(const char *model, long long *params, double *gmacs)
