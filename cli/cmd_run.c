@@ -37,6 +37,7 @@
 #include "util/output.h"
 #include "dump.h"
 #include "util/err.h"
+#include "util/stats.h"
 #include "exec.h"
 #include "exec_layout.h"
 #include "exec_support.h"
@@ -58,13 +59,15 @@
 
 #define RUN_HEADER                                                                  \
 	"model,batch,cluster,planner,schedule,microbatches,stages,ranks,steps,warmup," \
-	"pred_iter_ms,meas_iter_ms,meas_iter_ms_p10,meas_iter_ms_p90,samples_per_s,"  \
+	"pred_iter_ms,meas_iter_ms,meas_iter_ms_p10,meas_iter_ms_p90,"                \
+	"meas_iter_ms_ci_lo,meas_iter_ms_ci_hi,samples_per_s,"                        \
 	"loss_first,loss_last,check_rel_diff"
 
 
 struct run_out {
 	int steps, warmup, ranks;
 	double pred_ms, med_ms, p10_ms, p90_ms, loss_first, loss_last, check;
+	double ci_lo_ms, ci_hi_ms; /* the median's 95% interval (util/stats.h) */
 	double pairs;  /* forward/backward pairs run on two threads, all ranks */
 	const char *timeline; /* where the timeline of the middle timed step goes */
 	double *loss; /* [warmup + steps] */
@@ -125,23 +128,6 @@ static double predict_ms(struct plan_inputs *in)
 	if (s.w)
 		sim_release(&s);
 	return ms;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double percentile(const double *sorted, int n, double q)
-{
-	double at = q * (n - 1);
-	int lo = (int)floor(at);
-
-	if (lo + 1 >= n)
-		return sorted[n - 1];
-	return sorted[lo] + (at - lo) * (sorted[lo + 1] - sorted[lo]);
 }
 
 /* Compares the plan's training with the reference on rank 0; collective. */
@@ -259,6 +245,8 @@ static int write_rows(FILE *f, void *ctx)
 	put_num(f, r->med_ms);
 	put_num(f, r->p10_ms);
 	put_num(f, r->p90_ms);
+	put_num(f, r->ci_lo_ms);
+	put_num(f, r->ci_hi_ms);
 	put_num(f, in->g.batch / (r->med_ms * 1e-3));
 	put_num(f, r->loss_first);
 	put_num(f, r->loss_last);
@@ -383,10 +371,11 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 			watch_progress(ms[s] * 1e-3);
 	}
 	if (!st) {
-		qsort(ms + r->warmup, (size_t)r->steps, sizeof *ms, cmp_double);
-		r->med_ms = percentile(ms + r->warmup, r->steps, 0.5);
-		r->p10_ms = percentile(ms + r->warmup, r->steps, 0.1);
-		r->p90_ms = percentile(ms + r->warmup, r->steps, 0.9);
+		stats_sort(ms + r->warmup, r->steps);
+		r->med_ms = stats_quantile(ms + r->warmup, r->steps, 0.5);
+		r->p10_ms = stats_quantile(ms + r->warmup, r->steps, 0.1);
+		r->p90_ms = stats_quantile(ms + r->warmup, r->steps, 0.9);
+		stats_median_ci(ms + r->warmup, r->steps, &r->ci_lo_ms, &r->ci_hi_ms);
 		r->loss_first = loss[0];
 		r->loss_last = loss[n - 1];
 		r->pairs = (double)exec_pairs(e);
@@ -586,8 +575,15 @@ static int run(int argc, char **argv)
 	if (t.rank == 0) {
 		printf("  loss         %.4f -> %.4f over %d steps\n", r.loss_first, r.loss_last,
 		       r.warmup + r.steps);
-		printf("  iteration    %.3f ms median (p10 %.3f, p90 %.3f) over %d steps after %d warm-up; predicted %.3f ms\n",
-		       r.med_ms, r.p10_ms, r.p90_ms, r.steps, r.warmup, r.pred_ms);
+		printf("  iteration    %.3f ms median", r.med_ms);
+		if (isnan(r.ci_lo_ms))
+			printf(" (p10 %.3f, p90 %.3f; a 95%% interval needs 8 steps)", r.p10_ms,
+			       r.p90_ms);
+		else
+			printf(" (95%% CI %.3f-%.3f; p10 %.3f, p90 %.3f)", r.ci_lo_ms, r.ci_hi_ms,
+			       r.p10_ms, r.p90_ms);
+		printf(" over %d steps after %d warm-up; predicted %.3f ms\n", r.steps, r.warmup,
+		       r.pred_ms);
 		printf("  throughput   %.1f samples/s\n", in.g.batch / (r.med_ms * 1e-3));
 		if (in.pl.sched == SCHED_ASYNC_PREDICT)
 			printf("  overlap      %.0f forward/backward pairs ran on two threads\n",

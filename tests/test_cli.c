@@ -344,6 +344,32 @@ static void test_run_pool(void **state)
 		fail_msg("run --pool 2^31-1: %s", err);
 }
 
+/* run's results carry the median's 95% interval (docs/runtime.md,
+ * "Measured numbers"), which holds the median. */
+static void test_run_interval(void **state)
+{
+	char err[4096], text[4096], path[600];
+	double v[20];
+	char *row;
+	int k = 0;
+
+	(void)state;
+	assert_int_equal(run("plan -m mlp -c cpu-1x2 -P single -o %D/ci.json", err, sizeof err), 0);
+	snprintf(path, sizeof path, "%s/ci.csv", tmp_dir());
+	remove(path);
+	if (run("run %D/ci.json --steps 8 --warmup 1 -o %D/ci.csv", err, sizeof err))
+		fail_msg("run: %s", err);
+	test_read_file(path, text, sizeof text);
+	assert_non_null(strstr(text, "meas_iter_ms,meas_iter_ms_p10,meas_iter_ms_p90,"
+				     "meas_iter_ms_ci_lo,meas_iter_ms_ci_hi,"));
+	row = strchr(text, '\n') + 1;
+	for (char *f = strtok(row, ","); f && k < 20; f = strtok(NULL, ","))
+		v[k++] = atof(f);
+	/* fields 11..15 (0-based): measured median, p10, p90, lo, hi */
+	assert_true(k > 15);
+	assert_true(v[14] > 0 && v[14] <= v[11] && v[11] <= v[15]);
+}
+
 /* A command that fails leaves no partial output behind. */
 static void test_no_partial_output(void **state)
 {
@@ -381,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_plan_model_paths),
 		cmocka_unit_test(test_plan_source),
 		cmocka_unit_test(test_run_pool),
+		cmocka_unit_test(test_run_interval),
 		cmocka_unit_test(test_good_input),
 	};
 
