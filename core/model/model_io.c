@@ -825,7 +825,13 @@ static int data_name(const char *arg, const char *prefix, const char *ext)
 {
 	size_t k = strlen(prefix);
 
-	return !strncmp(arg, prefix, k) && arg[k] && !strchr(arg + k, '/') && !ends_with(arg, ext);
+	return !strncmp(arg, prefix, k) && arg[k] && !strchr(arg + k, '/') &&
+	       strcmp(arg + k, ".") && strcmp(arg + k, "..") && !ends_with(arg, ext);
+}
+
+int model_data_name(const char *arg)
+{
+	return data_name(arg, "pipedream/", ".txt") || data_name(arg, "piper/", ".json");
 }
 
 void model_source(const char *arg, char *path, size_t len)

@@ -28,6 +28,9 @@ int pipedream_read(const char *path, int64_t batch, struct graph *g);
  * .txt file, or a Piper .json input (piper_io.h; batch > 0 rescales its
  * batch of micro-batches). */
 int model_load(const char *arg, int64_t batch, struct graph *g);
+/* Whether arg names a profiled model of the data dir: pipedream/NAME or
+ * piper/NAME (NAME one path component, without .txt or .json). */
+int model_data_name(const char *arg);
 /* The file model_load(arg) reads, into path[0..len). */
 void model_source(const char *arg, char *path, size_t len);
 

@@ -122,13 +122,6 @@ static int plain_name(const char *name)
 	return *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n >= k && !strcmp(s + n - k, suffix);
-}
-
 /* The plan's model by name, into out: a model of the zoo (NAME,
  * pipedream/NAME, piper/NAME) or a file in the plan's own directory. */
 static int by_name(const char *plan, const char *model, char *out, size_t len)
@@ -138,9 +131,7 @@ static int by_name(const char *plan, const char *model, char *out, size_t len)
 	struct stat sb;
 
 	path_dir(plan, dir, sizeof dir);
-	if ((!strncmp(model, "pipedream/", 10) && plain_name(model + 10) &&
-	     !ends_with(model, ".txt")) ||
-	    (!strncmp(model, "piper/", 6) && plain_name(model + 6) && !ends_with(model, ".json"))) {
+	if (model_data_name(model)) {
 		snprintf(out, len, "%s", model);
 		return AP_OK;
 	}
