@@ -224,7 +224,8 @@ static int comp_prefix(struct gp *gp, int k, const double **out)
 }
 
 /* The all-reduce of P bytes over d replicas on consecutive devices, the
- * cost model's ring, hierarchical across nodes, with the latency terms
+ * cost model's by the cluster's algorithm (by default a ring, hierarchical
+ * across nodes), with the latency terms
  * once per op with parameters. */
 static double allreduce_s(const struct gp *gp, double P, int nparops, int d)
 {
@@ -233,7 +234,7 @@ static double allreduce_s(const struct gp *gp, double P, int nparops, int d)
 
 	if (d <= 1 || P <= 0)
 		return 0;
-	return cost_allreduce_spread_s(c, N, q, P, nparops);
+	return cost_allreduce_spread_s(c, d, N, q, P, nparops);
 }
 
 /* A run of positions a..b-1 growing to the right, with the bytes (whole

@@ -65,7 +65,7 @@ static int valid_for(const struct graph *g, int i, const int *deg, int64_t mb)
 /* The gradient all-reduces of one op's parameter shards of `bytes` under
  * degrees deg on the stage's ndev devices: its dc replica groups, the
  * shards with the same c index (every dc-th inner block, as sim_comm.c
- * groups them), each by the simulator's formulas (cost_allreduce_s).
+ * groups them), each by the simulator's formulas (cost_grad_sync_s()).
  * Groups inside one node run side by side on their own ring links; the
  * rings of groups that span nodes all pass the same NICs, where they run
  * one after another, as the simulator schedules them: the busiest NIC's
@@ -84,7 +84,7 @@ static double op_allreduce_s(const struct cluster *cl, const int *deg, int ndev,
 		for (int s = 0; s < ndev; s++)
 			if ((s / inner) % dc == ci)
 				devs[n++] = s;
-		t = cost_allreduce_s(cl, devs, n, bytes);
+		t = cost_grad_sync_s(cl, devs, n, bytes);
 		/* one member per node: the ring across the nodes alone */
 		for (int k = 0; k < n && nn < 64; k++)
 			if (k == 0 || devs[k] / pn != devs[k - 1] / pn)
@@ -93,7 +93,7 @@ static double op_allreduce_s(const struct cluster *cl, const int *deg, int ndev,
 			side = fmax(side, t);
 			continue;
 		}
-		rings = cost_allreduce_s(cl, heads, nn, bytes);
+		rings = cost_grad_sync_s(cl, heads, nn, bytes);
 		for (int k = 0; k < nn; k++) {
 			nic[heads[k] / pn] += rings;
 			busiest = fmax(busiest, nic[heads[k] / pn]);

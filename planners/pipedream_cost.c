@@ -34,7 +34,7 @@
  * Cost terms, `cost=placed` (the default): the reference optimizer's
  * (below), each sync term priced as the all-reduces the stage's replicas
  * run where the plan places them, one per operator with weights
- * (cost_allreduce_spread_s(): a ring inside a node, hierarchical across
+ * (cost_allreduce_spread_s(), by default a ring inside a node, hierarchical across
  * nodes), added to the compute as the reference adds it (a replica waits
  * for its round's all-reduce; the simulator counts it on the replicas'
  * devices), and so is the optimizer's step over the stage's weights,
@@ -538,8 +538,8 @@ static double sync_share(const struct pd *pd, int r)
 /* cost=placed: the all-reduces of w bytes over a device-level stage's
  * replicas as they are placed, r0 devices on each of r nodes (r = 1: in
  * one node; a cluster of one level: r0 components of it), priced as the
- * simulator runs them (cost_allreduce_spread_s(): a ring in a node,
- * hierarchical across nodes), one for each of the msgs operators with
+ * simulator runs them (cost_allreduce_spread_s(): the cluster's algorithm,
+ * by default a ring in a node, hierarchical across nodes), one for each of the msgs operators with
  * weights, each paying its latencies. */
 static double placed_allreduce(const struct pd *pd, int r, int r0, double w, int msgs)
 {
@@ -552,7 +552,7 @@ static double placed_allreduce(const struct pd *pd, int r, int r0, double w, int
 	if (k < 2)
 		return 0;
 	cost_spread(pd->input->c, pd->devs, k, (int64_t)w, &nodes, &qmax, &intra);
-	return cost_allreduce_spread_s(pd->input->c, nodes, qmax, w, msgs);
+	return cost_allreduce_spread_s(pd->input->c, k, nodes, qmax, w, msgs);
 }
 
 /* cost=placed: the optimizer step over w bytes of weights on each of a
@@ -626,7 +626,8 @@ int pd_whole(const struct pd *pd, int l, int a, int b, int r)
  * minibatch: once a round of the replicas (sync_share()). */
 static double nic_ring(const struct pd *pd, int r, int rr, double w, int msgs)
 {
-	return sync_share(pd, rr) * cost_ring_s(&pd->input->c->inter, r, w, msgs) / rr;
+	/* one member a node: the inter-node phase alone */
+	return sync_share(pd, rr) * cost_allreduce_spread_s(pd->input->c, r, r, 1, w, msgs) / rr;
 }
 
 /* cost=placed at the node level: [a, b) on r nodes, each running the

@@ -109,6 +109,105 @@ static void test_dp_hierarchical(void **state)
 			  "2x2:v100,intra=450GB/s,inter=400GB/s,intra_lat=1us,inter_lat=1us");
 }
 
+/* Data parallelism's gradient synchronisation under every setting of the
+ * cluster (hw/cluster.h), by hand on two layers on two nodes of two, one
+ * micro-batch.  fc1 (272 bytes) and fc2 (80) end their backward at 50
+ * and 30 us; under sync=overlap fc2's all-reduce (well under 20 us here)
+ * hides behind fc1's backward, under sync=after both start at 50 us, one
+ * after the other on the same links.  A level of m members costs
+ * 2 (m-1)/m x B / bw + 2 (m-1) lat for a ring, 4 (m-1)/m x B / bw + 2 (m-1)
+ * lat for parameter servers and (m-1) x (B / bw + lat) for a central one;
+ * hierarchical runs half the intra-node level, the inter-node level, the
+ * other half. */
+static const char two_layers[] = "model t\nbatch 8\n"
+				 "input x c=16\n"
+				 "linear fc1 x out=4\n"
+				 "linear fc2 fc1 out=4\n"
+				 "loss l fc2\n";
+
+static double level(double share, double steps, const struct link *l, double bytes)
+{
+	return share * bytes / l->bw_bytes_per_s + steps * l->latency_s;
+}
+
+/* One group's all-reduce of B bytes on 2 x 2 by algorithm a. */
+static double sync_by_hand(enum grad_allreduce a, double B)
+{
+	const struct link *in = &cl.intra, *ex = &cl.inter;
+
+	switch (a) {
+	case ALLREDUCE_HIER:
+		return level(1, 2, in, B) + level(1, 2, ex, B);
+	case ALLREDUCE_PS:
+		return level(2, 2, in, B) + level(2, 2, ex, B);
+	case ALLREDUCE_CENTRAL:
+		return level(1, 1, in, B) + level(1, 1, ex, B);
+	case ALLREDUCE_RING: {
+		struct link slow = { ex->bw_bytes_per_s, ex->latency_s };
+
+		return level(1.5, 6, &slow, B);
+	}
+	default:
+		fail_msg("no such algorithm");
+	}
+	return 0;
+}
+
+static void test_dp_sync_settings(void **state)
+{
+	static const int all[] = { 0, 1, 2, 3 };
+	static const char *const ar[] = { "hierarchical", "ring", "ps", "central" };
+	/* intra and inter bytes of one group per byte it holds */
+	static const double bytes[][2] = { { 4, 2 }, { 3, 3 }, { 8, 4 }, { 2, 1 } };
+	char spec[128];
+
+	(void)state;
+	for (int a = 0; a < NALLREDUCES; a++)
+		for (int after = 0; after < 2; after++) {
+			struct sim_result r;
+			double t1, t2, upd, want;
+
+			snprintf(spec, sizeof spec,
+				 "2x2:v100,intra=20GB/s,inter=10Gb/s,intra_lat=1us,inter_lat=2us,"
+				 "sync=%s,allreduce=%s", after ? "after" : "overlap", ar[a]);
+			cluster(spec);
+			assert_int_equal((int)cl.allreduce, a);
+			assert_int_equal((int)cl.sync, after ? SYNC_AFTER : SYNC_OVERLAP);
+			if (have_sim)
+				sim_release(&sim);
+			have_sim = 0;
+			plan_release(&pl);
+			plan_init(&pl);
+			load(two_layers);
+			assert_int_equal(plan_alloc(&pl, &g, 1), AP_OK);
+			plan_schedule(&pl, SCHED_GPIPE, 1);
+			set_stage(0, all, 4, -1);
+			set_op("x", 0, 4, 1, all);
+			set_op("fc1", 0, 4, 1, all);
+			set_op("fc2", 0, 4, 1, all);
+			set_op("l", 0, 4, 1, all);
+			put_costs((const double[]){ 0, 10, 5, 3 }, (const double[]){ 0, 20, 8, 4 });
+			run(NULL, &r);
+			t1 = sync_by_hand((enum grad_allreduce)a, 272);
+			t2 = sync_by_hand((enum grad_allreduce)a, 80);
+			assert_true(t2 < 20 * US);
+			upd = 5 * (272 + 80) / prof.dev.mem_bw_bytes_per_s;
+			want = 50 * US + (after ? t2 : 0) + t1 + upd;
+			near(r.iter_s, want);
+			assert_int_equal(r.link_bytes[LINK_INTRA], (int64_t)(bytes[a][0] * 272) +
+								      (int64_t)(bytes[a][0] * 80));
+			assert_int_equal(r.link_bytes[LINK_INTER], (int64_t)(bytes[a][1] * 272) +
+								      (int64_t)(bytes[a][1] * 80));
+		}
+	/* a spec's sync settings are checked words */
+	assert_int_not_equal(cluster_resolve("2x2:v100,sync=later", NULL, &cl), AP_OK);
+	assert_int_not_equal(cluster_resolve("pipedream-a,allreduce=tree", NULL, &cl), AP_OK);
+	assert_int_equal(cluster_resolve("pipedream-a,allreduce=ps,inter=25Gb/s", NULL, &cl), AP_OK);
+	assert_int_equal((int)cl.allreduce, ALLREDUCE_PS);
+	assert_true(cl.inter.bw_bytes_per_s == 25e9 / 8);
+	assert_int_equal(cl.nodes, 4);
+}
+
 /* Adam keeps two copies of the weights as state, SGD with momentum one. */
 static void test_dp_optimizer(void **state)
 {
@@ -602,6 +701,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		TEST(test_dp_ring),
 		TEST(test_dp_hierarchical),
+		TEST(test_dp_sync_settings),
 		TEST(test_dp_optimizer),
 		TEST(test_pipeline_uniform),
 		TEST(test_stage_dag),

@@ -179,27 +179,80 @@ double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, con
 
 /* --- collectives ----------------------------------------------------------- */
 
+/* One level of a gradient all-reduce by algorithm a: m members joined
+ * by link l, each holding `bytes` (docs/simulator.md, "Gradient
+ * synchronisation"):
+ *   ring (and hierarchical): 2 (m - 1) / m x bytes / bw + 2 (m - 1) latencies,
+ *   ps:      4 (m - 1) / m x bytes / bw + 2 (m - 1) latencies,
+ *   central: (m - 1) x bytes / bw + (m - 1) latencies,
+ * the latencies once for each of the msgs all-reduces fused by bytes. */
+double cost_level_share(enum grad_allreduce a, int m)
+{
+	return a == ALLREDUCE_CENTRAL ? m - 1.0 : (a == ALLREDUCE_PS ? 4.0 : 2.0) * (m - 1) / m;
+}
+
+double cost_level_bytes(enum grad_allreduce a, int m)
+{
+	return a == ALLREDUCE_CENTRAL ? m - 1.0 : cost_level_share(a, m) * m;
+}
+
+static double level_s(enum grad_allreduce a, const struct link *l, int m, double bytes, int msgs)
+{
+	double steps = a == ALLREDUCE_CENTRAL ? m - 1.0 : 2.0 * (m - 1);
+
+	return cost_level_share(a, m) * bytes / l->bw_bytes_per_s + steps * l->latency_s * msgs;
+}
+
 double cost_ring_s(const struct link *l, int r, double bytes, int msgs)
 {
-	return 2.0 * (r - 1) / r * bytes / l->bw_bytes_per_s + 2.0 * (r - 1) * l->latency_s * msgs;
+	return level_s(ALLREDUCE_RING, l, r, bytes, msgs);
 }
 
-double cost_half_ring_s(const struct link *l, int q, double bytes, int msgs)
+static void phases(const struct cluster *c, enum grad_allreduce a, int r, int nodes, int qmax,
+		   double bytes, int msgs, struct sync_phases *ph)
 {
-	return (q - 1.0) / q * bytes / l->bw_bytes_per_s + (q - 1.0) * l->latency_s * msgs;
+	memset(ph, 0, sizeof *ph);
+	if (nodes <= 1) {
+		ph->shape = SHAPE_INTRA;
+		ph->whole_s = level_s(a, &c->intra, qmax, bytes, msgs);
+	} else if (a == ALLREDUCE_RING && qmax > 1) {
+		struct link slow = {
+			fmin(c->intra.bw_bytes_per_s, c->inter.bw_bytes_per_s),
+			fmax(c->intra.latency_s, c->inter.latency_s),
+		};
+
+		ph->shape = SHAPE_FLAT;
+		ph->whole_s = level_s(a, &slow, r, bytes, msgs);
+	} else if (qmax == 1) {
+		ph->shape = SHAPE_INTER;
+		ph->whole_s = level_s(a, &c->inter, nodes, bytes, msgs);
+	} else {
+		ph->shape = SHAPE_HIER;
+		ph->half_s = level_s(a, &c->intra, qmax, bytes, msgs) / 2;
+		ph->inter_s = level_s(a, &c->inter, nodes, bytes, msgs);
+	}
 }
 
-double cost_allreduce_spread_s(const struct cluster *c, int nodes, int qmax, double bytes,
+void cost_sync_phases(const struct cluster *c, int r, int nodes, int qmax, double bytes, int msgs,
+		      struct sync_phases *ph)
+{
+	phases(c, c->allreduce, r, nodes, qmax, bytes, msgs, ph);
+}
+
+static double phases_s(const struct sync_phases *ph)
+{
+	return ph->shape == SHAPE_HIER ? 2 * ph->half_s + ph->inter_s : ph->whole_s;
+}
+
+double cost_allreduce_spread_s(const struct cluster *c, int r, int nodes, int qmax, double bytes,
 			       int msgs)
 {
-	double t;
+	struct sync_phases ph;
 
-	if (nodes == 1)
-		return cost_ring_s(&c->intra, qmax, bytes, msgs);
-	t = cost_ring_s(&c->inter, nodes, bytes, msgs);
-	if (qmax > 1)
-		t += 2 * cost_half_ring_s(&c->intra, qmax, bytes, msgs);
-	return t;
+	if (r < 2)
+		return 0;
+	cost_sync_phases(c, r, nodes, qmax, bytes, msgs, &ph);
+	return phases_s(&ph);
 }
 
 void cost_spread(const struct cluster *c, const int *dev, int r, int64_t bytes, int *nodes,
@@ -218,15 +271,29 @@ void cost_spread(const struct cluster *c, const int *dev, int r, int64_t bytes, 
 	}
 }
 
-double cost_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t bytes)
+/* The all-reduce of `bytes` over the r sorted devices dev[] by algorithm a. */
+static double allreduce_by(const struct cluster *c, enum grad_allreduce a, const int *dev, int r,
+			   int64_t bytes)
 {
+	struct sync_phases ph;
 	int nodes, qmax;
 	int64_t intra_bytes;
 
 	if (r < 2)
 		return 0;
 	cost_spread(c, dev, r, bytes, &nodes, &qmax, &intra_bytes);
-	return cost_allreduce_spread_s(c, nodes, qmax, (double)bytes, 1);
+	phases(c, a, r, nodes, qmax, (double)bytes, 1, &ph);
+	return phases_s(&ph);
+}
+
+double cost_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t bytes)
+{
+	return allreduce_by(c, ALLREDUCE_HIER, dev, r, bytes);
+}
+
+double cost_grad_sync_s(const struct cluster *c, const int *dev, int r, int64_t bytes)
+{
+	return allreduce_by(c, c->allreduce, dev, r, bytes);
 }
 
 /* --- memory and the optimizer ---------------------------------------------- */

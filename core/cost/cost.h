@@ -80,23 +80,51 @@ int cost_link_resources(const struct cluster *c);
  * where msgs counts the all-reduces of that size fused into one by bytes
  * but each paying its own latencies. */
 double cost_ring_s(const struct link *l, int r, double bytes, int msgs);
-/* One of the two halves of such a ring of q members. */
-double cost_half_ring_s(const struct link *l, int q, double bytes, int msgs);
-/* The gradient all-reduce of `bytes` on each member of a group spread over
- * `nodes` nodes with at most qmax members on one: a ring inside the node
- * when there is one node; else hierarchical, as NCCL and Horovod do it
- * (a reduce-scatter inside every node, a ring of each node's slices
- * across the nodes' NICs, an all-gather inside every node), the node with
- * the most members bounding the intra-node phases. */
-double cost_allreduce_spread_s(const struct cluster *c, int nodes, int qmax, double bytes,
+
+/* The gradient all-reduce of `bytes` on each of r members spread over
+ * `nodes` nodes with at most qmax on one, as the cluster's algorithm
+ * (c->allreduce, hw/cluster.h) runs it, in phases that the simulator
+ * turns into tasks (docs/simulator.md, "Gradient synchronisation"):
+ *  - one node: one phase on the node's links, the level's formula;
+ *  - a flat ring across nodes: one phase through every member, at the
+ *    slowest link's bandwidth and latency;
+ *  - one member a node: one phase across the nodes' NICs;
+ *  - else hierarchical: half the intra-node level's time inside every
+ *    node (a reduce-scatter, or the push to the servers), the level of
+ *    the nodes across their NICs (each NIC moving the whole bytes), and
+ *    the other half inside every node again,
+ * each level 2 (m - 1) / m x bytes / bw for a ring, 4 (m - 1) / m for
+ * PipeDream's parameter servers and (m - 1) for FlexFlow's central one,
+ * with its latencies, the node with the most members bounding the
+ * intra-node phases. */
+enum sync_shape { SHAPE_INTRA, SHAPE_FLAT, SHAPE_INTER, SHAPE_HIER };
+struct sync_phases {
+	enum sync_shape shape;
+	double whole_s;         /* the one phase of the first three shapes */
+	double half_s, inter_s; /* SHAPE_HIER: each intra-node phase, the inter */
+};
+void cost_sync_phases(const struct cluster *c, int r, int nodes, int qmax, double bytes, int msgs,
+		      struct sync_phases *ph);
+/* The bytes a member moves over a level of m members by algorithm a, per
+ * byte it holds: the factor of the formulas above. */
+double cost_level_share(enum grad_allreduce a, int m);
+/* And what the level's m members move over links in all, per byte each
+ * holds: m x that share, but for the central server's m - 1 (the others'
+ * gradients reach it; FlexFlow's simulator charges nothing back). */
+double cost_level_bytes(enum grad_allreduce a, int m);
+/* Their sum; 0 for r < 2. */
+double cost_allreduce_spread_s(const struct cluster *c, int r, int nodes, int qmax, double bytes,
 			       int msgs);
 /* How the r sorted devices dev[] spread over c's nodes: the node count,
  * the most members on one node, and the bytes the intra-node phases move
  * when each member holds `bytes`. */
 void cost_spread(const struct cluster *c, const int *dev, int r, int64_t bytes, int *nodes,
 		 int *qmax, int64_t *intra_bytes);
-/* The all-reduce of `bytes` over the r sorted devices dev[]: the sum of
- * the phases above; 0 for r < 2. */
+/* The gradient all-reduce of `bytes` over the r sorted devices dev[] by
+ * the cluster's algorithm; 0 for r < 2. */
+double cost_grad_sync_s(const struct cluster *c, const int *dev, int r, int64_t bytes);
+/* An all-reduce of activations (tensor parallelism's) over them: the
+ * collective library's, hierarchical whatever the gradients use. */
 double cost_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t bytes);
 
 /* --- memory and the optimizer ---------------------------------------------- */

@@ -385,10 +385,42 @@ out:
 
 /* --- inline specs ---------------------------------------------------------- */
 
-enum { OPT_INTRA, OPT_INTER, OPT_INTRA_LAT, OPT_INTER_LAT, OPT_MEM, NOPTS };
+enum { OPT_INTRA, OPT_INTER, OPT_INTRA_LAT, OPT_INTER_LAT, OPT_MEM, OPT_SYNC, OPT_ALLREDUCE,
+       NOPTS };
 static const char *const opt_names[NOPTS] = {
-	"intra", "inter", "intra_lat", "inter_lat", "mem",
+	"intra", "inter", "intra_lat", "inter_lat", "mem", "sync", "allreduce",
 };
+
+static const char *const sync_names[NSYNCS] = {
+	[SYNC_OVERLAP] = "overlap",
+	[SYNC_AFTER] = "after",
+};
+
+static const char *const allreduce_names[NALLREDUCES] = {
+	[ALLREDUCE_HIER] = "hierarchical",
+	[ALLREDUCE_RING] = "ring",
+	[ALLREDUCE_PS] = "ps",
+	[ALLREDUCE_CENTRAL] = "central",
+};
+
+const char *grad_sync_name(enum grad_sync s)
+{
+	return (unsigned)s < NSYNCS ? sync_names[s] : "?";
+}
+
+const char *grad_allreduce_name(enum grad_allreduce a)
+{
+	return (unsigned)a < NALLREDUCES ? allreduce_names[a] : "?";
+}
+
+/* The index of s in names[0..n), or -1. */
+static int name_index(const char *const *names, int n, const char *s)
+{
+	for (int k = 0; k < n; k++)
+		if (strcmp(names[k], s) == 0)
+			return k;
+	return -1;
+}
 
 static int spec_option(const char *spec, char *opt, struct cluster *c,
 		       unsigned *seen)
@@ -412,7 +444,7 @@ static int spec_option(const char *spec, char *opt, struct cluster *c,
 			break;
 	if (k == NOPTS)
 		return ap_err(AP_EINPUT, NULL, 0,
-			      "cluster spec '%s': unknown option '%s' (expected intra, inter, intra_lat, inter_lat or mem)",
+			      "cluster spec '%s': unknown option '%s' (expected intra, inter, intra_lat, inter_lat, mem, sync or allreduce)",
 			      spec, opt);
 	if (*seen & (1u << k))
 		return ap_err(AP_EINPUT, NULL, 0,
@@ -441,6 +473,40 @@ static int spec_option(const char *spec, char *opt, struct cluster *c,
 			return ap_err(AP_EINPUT, NULL, 0, "cluster spec '%s': mem '%s' %s", spec, val,
 				      bytes_why(rc));
 		break;
+	case OPT_SYNC:
+		rc = name_index(sync_names, NSYNCS, val);
+		if (rc < 0)
+			return ap_err(AP_EINPUT, NULL, 0,
+				      "cluster spec '%s': sync '%s' is not a synchronisation (expected overlap or after)",
+				      spec, val);
+		c->sync = (enum grad_sync)rc;
+		break;
+	case OPT_ALLREDUCE:
+		rc = name_index(allreduce_names, NALLREDUCES, val);
+		if (rc < 0)
+			return ap_err(AP_EINPUT, NULL, 0,
+				      "cluster spec '%s': allreduce '%s' is not an algorithm (expected hierarchical, ring, ps or central)",
+				      spec, val);
+		c->allreduce = (enum grad_allreduce)rc;
+		break;
+	}
+	return AP_OK;
+}
+
+/* The options of spec from `next` on (NULL: none), each KEY=VALUE, ','
+ * between them (cut in place). */
+static int spec_options(const char *spec, char *next, struct cluster *c, unsigned *seen)
+{
+	while (next) {
+		char *opt = next;
+		int rc;
+
+		next = strchr(opt, ',');
+		if (next)
+			*next++ = 0;
+		rc = spec_option(spec, opt, c, seen);
+		if (rc)
+			return rc;
 	}
 	return AP_OK;
 }
@@ -450,7 +516,7 @@ static int parse_inline(const char *spec, const char *csv_path, struct cluster *
 	struct device_spec *devs = NULL;
 	const struct device_spec *dev;
 	char buf[512], devpath[4096], names[256];
-	char *colon, *x, *opt, *next;
+	char *colon, *x, *next;
 	unsigned seen = 0;
 	int rc, ndevs = 0;
 
@@ -491,15 +557,9 @@ static int parse_inline(const char *spec, const char *csv_path, struct cluster *
 			      "cluster spec '%s': device '%s' is not a device name (expected e.g. v100)",
 			      spec, colon + 1);
 	snprintf(c->device, sizeof c->device, "%s", colon + 1);
-	while (next) {
-		opt = next;
-		next = strchr(opt, ',');
-		if (next)
-			*next++ = 0;
-		rc = spec_option(spec, opt, c, &seen);
-		if (rc)
-			return rc;
-	}
+	rc = spec_options(spec, next, c, &seen);
+	if (rc)
+		return rc;
 
 	/* The syntax is checked before any file is read, so a typo is reported
 	 * as such even where devices.csv is missing. */
@@ -535,8 +595,10 @@ out:
 int cluster_resolve(const char *spec, const char *csv_path, struct cluster *out)
 {
 	struct cluster *c = NULL;
-	char def[4096];
-	const char *colon;
+	char def[4096], head[CLUSTER_NAME_LEN], opts[CLUSTER_NAME_LEN];
+	const char *colon, *comma;
+	size_t len;
+	unsigned seen = 0;
 	int rc, n = 0, nodes = 0;
 
 	if (!csv_path)
@@ -546,13 +608,19 @@ int cluster_resolve(const char *spec, const char *csv_path, struct cluster *out)
 			      "empty cluster name (expected a preset such as pipedream-a or a spec such as 4x4:v100)");
 	/* NODESxPER_NODE:DEVICE starts with a number; a preset's name with a
 	 * letter (spec_name_valid()) */
-	colon = strchr(spec, ':');
 	if (isdigit((unsigned char)spec[0]) || spec[0] == '-' || spec[0] == '+')
 		return parse_inline(spec, csv_path, out);
 	if (strlen(spec) >= sizeof out->name)
 		return ap_err(AP_EINPUT, NULL, 0,
 			      "cluster '%s' is longer than %zu characters", spec,
 			      sizeof out->name - 1);
+	/* PRESET[:NODES][,KEY=VALUE...] */
+	comma = strchr(spec, ',');
+	len = comma ? (size_t)(comma - spec) : strlen(spec);
+	memcpy(head, spec, len);
+	head[len] = 0;
+	snprintf(opts, sizeof opts, "%s", comma ? comma + 1 : "");
+	colon = strchr(head, ':');
 	/* PRESET:NODES: the preset's nodes, links and devices, NODES of them */
 	if (colon && positive_count(colon + 1, MAX_DEVICES, &nodes) != 0)
 		return ap_err(AP_EINPUT, NULL, 0,
@@ -562,26 +630,33 @@ int cluster_resolve(const char *spec, const char *csv_path, struct cluster *out)
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++)
-		if (strncmp(c[i].name, spec, colon ? (size_t)(colon - spec) : strlen(spec) + 1) == 0 &&
-		    (!colon || c[i].name[colon - spec] == 0)) {
+		if (strncmp(c[i].name, head, colon ? (size_t)(colon - head) : len + 1) == 0 &&
+		    (!colon || c[i].name[colon - head] == 0)) {
 			*out = c[i];
-			if (!colon)
-				goto out;
-			if ((long)nodes * out->per_node > MAX_DEVICES) {
+			if (colon && (long)nodes * out->per_node > MAX_DEVICES) {
 				rc = ap_err(AP_EINPUT, NULL, 0,
 					    "cluster '%s': %d nodes x %d is more than %d devices",
 					    spec, nodes, out->per_node, MAX_DEVICES);
 				goto out;
 			}
-			out->nodes = nodes;
+			if (colon) {
+				out->nodes = nodes;
+				snprintf(out->description, sizeof out->description,
+					 "%d nodes of %s", nodes, c[i].name);
+			}
+			if (comma) {
+				rc = spec_options(spec, opts, out, &seen);
+				if (rc)
+					goto out;
+				snprintf(out->description, sizeof out->description, "%s, %s",
+					 c[i].name, comma + 1);
+			}
 			snprintf(out->name, sizeof out->name, "%s", spec);
-			snprintf(out->description, sizeof out->description, "%d nodes of %s",
-				 nodes, c[i].name);
 			goto out;
 		}
 	rc = ap_err(AP_EINPUT, NULL, 0,
 		    "unknown cluster '%s': not a preset of '%s' (`autopar clusters` shows the presets; PRESET:NODES sets their node count) nor an inline spec such as 4x4:v100",
-		    spec, csv_path);
+		    head, csv_path);
 out:
 	free(c);
 	return rc;

@@ -20,6 +20,35 @@ struct link {
 	double latency_s;
 };
 
+/* How data parallelism synchronises gradients on this cluster
+ * (docs/simulator.md, "Gradient synchronisation"): when a replica
+ * group's all-reduce of an operator's gradients may start, and by which
+ * algorithm.  Spec keys `sync=` and `allreduce=`; the zero values are the
+ * defaults, what PyTorch's DDP over NCCL does. */
+enum grad_sync {
+	SYNC_OVERLAP, /* each operator's, right after its backward: it
+		       * overlaps the backward of the operators before it */
+	SYNC_AFTER,   /* every operator's, once the device's backward of
+		       * the step is done (no bucketing, no overlap) */
+	NSYNCS
+};
+enum grad_allreduce {
+	ALLREDUCE_HIER,    /* a ring inside a node; across nodes a reduce-
+			    * scatter inside each, a ring of the nodes, an
+			    * all-gather inside each (NCCL, Horovod) */
+	ALLREDUCE_RING,    /* one flat ring through every member, bound by
+			    * its slowest hop */
+	ALLREDUCE_PS,      /* sharded parameter servers, per level of the
+			    * hierarchy 4 (m - 1) / m x the bytes over the
+			    * level's bandwidth (PipeDream's optimizer) */
+	ALLREDUCE_CENTRAL, /* one parameter server per parameter: the other
+			    * m - 1 members' gradients cross its link one
+			    * after another, per level (FlexFlow's simulator) */
+	NALLREDUCES
+};
+const char *grad_sync_name(enum grad_sync s);
+const char *grad_allreduce_name(enum grad_allreduce a);
+
 struct cluster {
 	char name[CLUSTER_NAME_LEN];
 	char device[32];               /* device kind, a row of devices.csv */
@@ -30,6 +59,8 @@ struct cluster {
 	struct link intra;             /* between two devices of one node */
 	struct link inter;             /* each node's NIC, shared by its devices */
 	int64_t mem_bytes;             /* per device; 0 = take the device spec's */
+	enum grad_sync sync;
+	enum grad_allreduce allreduce;
 };
 
 enum link_class { LINK_SELF, LINK_INTRA, LINK_INTER };
@@ -39,7 +70,10 @@ int cluster_load_presets(const char *csv_path, struct cluster **out, int *n);
 
 /* Resolves a preset name (from csv_path), a preset on another node count
  * "PRESET:NODES" (selene:384), or an inline spec
- * "NODESxPER_NODE:DEVICE[,intra=BW][,inter=BW][,intra_lat=T][,inter_lat=T][,mem=BYTES]":
+ * "NODESxPER_NODE:DEVICE[,intra=BW][,inter=BW][,intra_lat=T][,inter_lat=T][,mem=BYTES]";
+ * a preset takes the same options after a ',' (pipedream-a,inter=25Gb/s),
+ * and both take sync=overlap|after and
+ * allreduce=hierarchical|ring|ps|central:
  * at most 2^20 devices, 1,024 of them on a node.
  * Bandwidths take B/s, KB/s, MB/s, GB/s, TB/s (bytes, powers of 1000) or
  * Kb/s, Mb/s, Gb/s, Tb/s (bits); times take s, ms, us, ns; sizes take

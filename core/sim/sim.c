@@ -134,18 +134,20 @@ int sim_init(struct sim *s, const struct graph *g, const struct profile *p,
 	 * (NICs are full duplex), then the links inside nodes that layouts
 	 * use (sim_comm.c). */
 	w->res_nic = w->ndev;
+	w->after = c->sync == SYNC_AFTER;
 	w->res_link = w->nres = w->res_nic + 2 * c->nodes;
 	w->cost = calloc((size_t)(g->nops > 0 ? g->nops : 1), sizeof *w->cost);
 	w->cost_seen = calloc((size_t)(g->nops > 0 ? g->nops : 1) * SIM_COST_WAYS,
 			      sizeof *w->cost_seen);
 	w->cost_next = calloc((size_t)(g->nops > 0 ? g->nops : 1), sizeof *w->cost_next);
 	w->grad_ready = calloc((size_t)w->ndev, sizeof *w->grad_ready);
+	w->bwd_done = calloc((size_t)w->ndev, sizeof *w->bwd_done);
 	w->act_cur = calloc((size_t)w->ndev, sizeof *w->act_cur);
 	w->mem = calloc((size_t)w->ndev, sizeof *w->mem);
 	w->dev_nshards = calloc((size_t)w->ndev, sizeof *w->dev_nshards);
 	w->umem = calloc((size_t)w->ndev, sizeof *w->umem);
 	w->udev_nshards = calloc((size_t)w->ndev, sizeof *w->udev_nshards);
-	if (!w->cost || !w->cost_seen || !w->cost_next || !w->grad_ready ||
+	if (!w->cost || !w->cost_seen || !w->cost_next || !w->grad_ready || !w->bwd_done ||
 	    !w->act_cur || !w->mem || !w->dev_nshards || !w->umem || !w->udev_nshards)
 		st = ap_err(AP_EFAIL, NULL, 0, "simulator: out of memory");
 	else if (RESERVE(w, res_free, w->nres) || RESERVE(w, res_busy, w->nres))
@@ -171,6 +173,9 @@ void sim_release(struct sim *s)
 		sim_map_release(&w->links);
 		free(w->link_ends);
 		free(w->grad_ready);
+		free(w->bwd_done);
+		free(w->due_op);
+		free(w->due_span);
 		free(w->act_cur);
 		free(w->mem);
 		free(w->dev_nshards);

@@ -25,7 +25,7 @@
 
 static size_t ckpt_nd_of(const struct sim_work *w, int nres)
 {
-	return 2 * (size_t)nres + 2 * (size_t)w->ndev + 1;
+	return 2 * (size_t)nres + 4 * (size_t)w->ndev + 1;
 }
 
 static size_t ckpt_nd(const struct sim_work *w)
@@ -46,7 +46,7 @@ static size_t ckpt_ni(const struct sim_work *w)
 int sim_ckpt_fit(struct sim_work *w)
 {
 	size_t old = (size_t)w->ckpt_nres, nres = (size_t)w->nres, add = nres - old;
-	size_t rest = 2 * (size_t)w->ndev + 1, ond = ckpt_nd(w), nnd = ckpt_nd_of(w, w->nres);
+	size_t rest = 4 * (size_t)w->ndev + 1, ond = ckpt_nd(w), nnd = ckpt_nd_of(w, w->nres);
 
 	if (w->nres == w->ckpt_nres)
 		return AP_OK;
@@ -106,6 +106,8 @@ int sim_ckpt_save(struct sim_work *w, int step)
 	for (int i = 0; i < w->ndev; i++) {
 		*d++ = w->grad_ready[i].end;
 		*d++ = w->grad_ready[i].cp;
+		*d++ = w->bwd_done[i].end;
+		*d++ = w->bwd_done[i].cp;
 		*v++ = w->act_cur[i];
 		*v++ = w->mem[i].act;
 	}
@@ -144,6 +146,8 @@ void sim_ckpt_restore(struct sim_work *w, int step)
 	for (int i = 0; i < w->ndev; i++) {
 		w->grad_ready[i].end = *d++;
 		w->grad_ready[i].cp = *d++;
+		w->bwd_done[i].end = *d++;
+		w->bwd_done[i].cp = *d++;
 		w->act_cur[i] = *v++;
 		w->mem[i].act = *v++;
 	}

@@ -83,6 +83,7 @@ static int add_coll(struct sim_work *w, enum sim_task_kind kind, double dur_s,
 	x->dur_s = dur_s;
 	x->bytes = bytes;
 	x->cls = cls;
+	x->xbytes = 0;
 	x->res_ofs = w->ncoll_res;
 	x->nres = 0;
 	x->waits = x->frees = 1;
@@ -119,51 +120,84 @@ static int add_rings(struct sim *s, const int *dev, int n)
 	return st;
 }
 
-/* A reduce-scatter or all-gather inside every node of the group, bounded
- * by the node with the most members, qmax. */
-static int intra_phase(struct sim *s, enum sim_task_kind kind, const int *dev,
-		       int r, int qmax, int64_t bytes, int64_t link_bytes)
+/* A reduce-scatter or all-gather inside every node of the group (the
+ * push to or the pull from parameter servers) of dur_s. */
+static int intra_phase(struct sim *s, enum sim_task_kind kind, const int *dev, int r, double dur_s,
+		       int64_t link_bytes)
 {
-	int st = add_coll(s->w, kind, cost_half_ring_s(&s->c->intra, qmax, (double)bytes, 1),
-			  link_bytes, LINK_INTRA);
+	int st = add_coll(s->w, kind, dur_s, link_bytes, LINK_INTRA);
 
 	return st ? st : add_rings(s, dev, r);
 }
 
+/* Each NIC of the nodes of the group, sending and receiving. */
+static int add_nics(struct sim *s, const int *dev, int r)
+{
+	int pn = s->c->per_node, st = AP_OK;
+
+	for (int a = 0; a < r && !st; a++)
+		if (a == 0 || dev[a] / pn != dev[a - 1] / pn) {
+			st = add_coll_res(s->w, s->w->res_nic + 2 * (dev[a] / pn));
+			if (!st)
+				st = add_coll_res(s->w, s->w->res_nic + 2 * (dev[a] / pn) + 1);
+		}
+	return st;
+}
+
 /* The all-reduce tasks of one group of r devices dev[] (sorted) moving
- * bytes each, by the formulas at the top of this file. */
+ * bytes each: the phases of the cluster's algorithm (cost_sync_phases(),
+ * the formulas at the top of this file), the bytes each moves over links
+ * by the same formulas. */
 static int plan_allreduce(struct sim *s, const int *dev, int r, int64_t bytes)
 {
 	const struct cluster *c = s->c;
 	struct sim_work *w = s->w;
+	enum grad_allreduce a = c->allreduce;
+	struct sync_phases ph;
 	double b = (double)bytes;
 	int64_t intra_bytes;
-	int nodes, qmax, pn = c->per_node, st;
+	int nodes, qmax, st;
 
 	cost_spread(c, dev, r, bytes, &nodes, &qmax, &intra_bytes);
-	if (nodes == 1) {
-		st = add_coll(w, TASK_ALLREDUCE, cost_ring_s(&c->intra, r, b, 1),
-			      2 * (int64_t)(r - 1) * bytes, LINK_INTRA);
+	cost_sync_phases(c, r, nodes, qmax, b, 1, &ph);
+	switch (ph.shape) {
+	case SHAPE_INTRA:
+		st = add_coll(w, TASK_ALLREDUCE, ph.whole_s, (int64_t)(cost_level_bytes(a, r) * b),
+			      LINK_INTRA);
 		return st ? st : add_rings(s, dev, r);
-	}
-	if (qmax > 1) {
-		st = intra_phase(s, TASK_REDUCE_SCATTER, dev, r, qmax, bytes, intra_bytes);
-		if (st)
-			return st;
-		w->coll[w->ncoll - 1].frees = 0; /* the all-gather does (sim_coll) */
-	}
-	st = add_coll(w, qmax > 1 ? TASK_ALLREDUCE_INTER : TASK_ALLREDUCE,
-		      cost_ring_s(&c->inter, nodes, b, 1), 2 * (int64_t)(nodes - 1) * bytes,
-		      LINK_INTER);
-	for (int a = 0; a < r && !st; a++)
-		if (a == 0 || dev[a] / pn != dev[a - 1] / pn) {
-			st = add_coll_res(w, w->res_nic + 2 * (dev[a] / pn));
-			if (!st)
-				st = add_coll_res(w, w->res_nic + 2 * (dev[a] / pn) + 1);
+	case SHAPE_FLAT:
+		/* of its r hops, one a node leaves through the NIC */
+		st = add_coll(w, TASK_ALLREDUCE, ph.whole_s,
+			      (int64_t)(cost_level_bytes(a, r) * (r - nodes) / r * b), LINK_INTRA);
+		if (!st) {
+			w->coll[w->ncoll - 1].xbytes =
+				(int64_t)(cost_level_bytes(a, r) * nodes / r * b);
+			st = add_rings(s, dev, r);
 		}
-	if (!st && qmax > 1)
-		st = intra_phase(s, TASK_ALL_GATHER, dev, r, qmax, bytes, intra_bytes);
-	if (!st && qmax > 1)
+		return st ? st : add_nics(s, dev, r);
+	case SHAPE_INTER:
+		st = add_coll(w, TASK_ALLREDUCE, ph.whole_s, (int64_t)(cost_level_bytes(a, nodes) * b),
+			      LINK_INTER);
+		return st ? st : add_nics(s, dev, r);
+	case SHAPE_HIER:
+		break;
+	}
+	/* a node of q members moves half its level's bytes in each half,
+	 * (q - 1) x bytes for a ring's (intra_bytes sums those); the levels'
+	 * bytes grow as q - 1 for every algorithm */
+	intra_bytes = (int64_t)((double)intra_bytes * cost_level_bytes(a, qmax) /
+				(2.0 * (qmax - 1)));
+	st = intra_phase(s, TASK_REDUCE_SCATTER, dev, r, ph.half_s, intra_bytes);
+	if (st)
+		return st;
+	w->coll[w->ncoll - 1].frees = 0; /* the all-gather does (sim_coll) */
+	st = add_coll(w, TASK_ALLREDUCE_INTER, ph.inter_s, (int64_t)(cost_level_bytes(a, nodes) * b),
+		      LINK_INTER);
+	if (!st)
+		st = add_nics(s, dev, r);
+	if (!st)
+		st = intra_phase(s, TASK_ALL_GATHER, dev, r, ph.half_s, intra_bytes);
+	if (!st)
 		w->coll[w->ncoll - 1].waits = 0;
 	return st;
 }

@@ -93,8 +93,10 @@ struct sim_coll {
 	int res_ofs, nres;  /* resources in coll_res */
 	int waits, frees;   /* whether it waits for them; sets their free time */
 	double dur_s;
-	int64_t bytes;      /* summed over the links it uses */
+	int64_t bytes;      /* summed over the links of class cls it uses */
 	enum link_class cls;
+	int64_t xbytes;     /* and over the NICs, when cls is LINK_INTRA (a
+			     * flat ring across nodes) */
 };
 
 /* The replicas of one parameter shard: the shards of an op with the same
@@ -228,6 +230,14 @@ struct sim_work {
 					  * lean run leaves alone) */
 	int t_xcap, t_scap, t_m;         /* their block's parts, and blocks */
 	struct tend *grad_ready;         /* [ndev] */
+	/* sync=after (hw/cluster.h): each device's last backward so far,
+	 * and the ops whose all-reduces wait for the end of the backward
+	 * item that made them due, with the micro-batches they sync */
+	int after;
+	struct tend *bwd_done;           /* [ndev] */
+	ARRAY(int, due_op);
+	ARRAY(int, due_span);
+	int ndue;
 	ARRAY(double, res_free);         /* [nres]; a link's busy time only */
 	ARRAY(double, res_busy);         /* when busy_links */
 	int64_t *act_cur;                /* [ndev] */

@@ -135,7 +135,7 @@ static double dp_allreduce_s(const struct cluster *c, const int *all, int nall, 
 	busy = most_on_a_node(c, all, nall);
 	if (nodes > 1 && busy > qmax)
 		shared.inter.bw_bytes_per_s /= (double)busy / qmax;
-	return cost_allreduce_spread_s(&shared, nodes, qmax, bytes, 1);
+	return cost_allreduce_spread_s(&shared, D, nodes, qmax, bytes, 1);
 }
 
 static int stage_costs(struct pctx *x, struct sim_result *r)
@@ -500,7 +500,7 @@ int sim_pipe_run(struct sim *s, const struct plan *pl, const struct sim_opts *op
 				int pair[2] = { a < b ? a : b, a < b ? b : a };
 				const struct op *tied = &s->g->ops[s->g->ops[tie_far - 1].a.tie];
 
-				sync += cost_allreduce_s(s->c, pair, 2,
+				sync += cost_grad_sync_s(s->c, pair, 2,
 							 (int64_t)((double)tied->params / T * e));
 			}
 			upd = cost_update_s(&s->p->dev, params * BYTES_PER_ELEM /

@@ -327,10 +327,26 @@ static struct tend replica_ready(const struct sim_work *w, int op, const int *me
 	return ready;
 }
 
+/* Under sync=after, when the members mem[0..n) of a group are done
+ * with their backward so far: their devices' last backward ends. */
+static struct tend after_ready(const struct sim_work *w, const int *mem, int n)
+{
+	struct tend ready = { 0, 0 };
+
+	for (int k = 0; k < n; k++) {
+		const struct tend *b = &w->bwd_done[w->shard_dev[mem[k]]];
+
+		ready.end = dmax(ready.end, b->end);
+		ready.cp = dmax(ready.cp, b->cp);
+	}
+	return ready;
+}
+
 /* The gradient all-reduces of op, after the backward of the last of the
- * `span` micro-batches they sync: each group waits for all its members,
- * runs its tasks in turn, and makes the gradients of its devices ready
- * for their update. */
+ * `span` micro-batches they sync (under sync=after, of the whole backward
+ * item that ends with it on the members' devices): each group waits for
+ * all its members, runs its tasks in turn, and makes the gradients of its
+ * devices ready for their update. */
 static int allreduce(struct sim *s, int op, int last, int span)
 {
 	struct sim_work *w = s->w;
@@ -343,7 +359,9 @@ static int allreduce(struct sim *s, int op, int last, int span)
 		struct tend ready = { 0, 0 };
 		double start;
 
-		if (w->op_r[op] > 1) {
+		if (w->after) {
+			ready = after_ready(w, mem, gr->nmem);
+		} else if (w->op_r[op] > 1) {
 			ready = replica_ready(w, op, mem, gr->nmem, last, span);
 		} else {
 			for (int k = 0; k < gr->nmem; k++)
@@ -361,6 +379,7 @@ static int allreduce(struct sim *s, int op, int last, int span)
 				       w->busy_links, ready, x->dur_s, &start);
 			sync += x->dur_s;
 			w->link_bytes[x->cls] += x->bytes;
+			w->link_bytes[LINK_INTER] += x->xbytes;
 			count(w, x->kind, 1);
 			if (w->record)
 				st = sim_record(w, x->kind, w->coll_res[x->res_ofs], op,
@@ -386,6 +405,28 @@ static int allreduce(struct sim *s, int op, int last, int span)
 		}
 	}
 	return st;
+}
+
+/* Under sync=after, a backward step of op's shards [a, b) with times t,
+ * tc: their devices' backward so far, and op's all-reduces put off to
+ * the end of the item when `due`. */
+static int after_step(struct sim_work *w, int op, int a, int b, const double *t, const double *tc,
+		      int span, int due)
+{
+	for (int gs = a; gs < b; gs++) {
+		struct tend *d = &w->bwd_done[w->shard_dev[gs]];
+
+		d->end = dmax(d->end, t[gs]);
+		if (!w->lean)
+			d->cp = dmax(d->cp, tc[gs]);
+	}
+	if (!due)
+		return AP_OK;
+	if (RESERVE(w, due_op, w->ndue + 1) || RESERVE(w, due_span, w->ndue + 1))
+		return AP_EFAIL;
+	w->due_op[w->ndue] = op;
+	w->due_span[w->ndue++] = span;
+	return AP_OK;
 }
 
 /* One step: op's forward (bwd 0) or backward for micro-batch j, its
@@ -422,7 +463,9 @@ step(struct sim *s, int op, int j, int bwd, int rec, int lean, int rr)
 		st = sends(w, op, 1, rec, lean, rr, t, tc, j);
 	if (!st && w->mixed)
 		st = resends(w, op, bwd, j);
-	if (!st && bwd && (rr ? j % span : j) == span - 1)
+	if (!st && bwd && w->after)
+		st = after_step(w, op, a, b, t, tc, span, (rr ? j % span : j) == span - 1);
+	else if (!st && bwd && (rr ? j % span : j) == span - 1)
 		st = allreduce(s, op, j, span);
 	return st;
 }
@@ -476,6 +519,7 @@ static void reset(struct sim_work *w)
 	memset(w->res_free, 0, (size_t)w->nres * sizeof *w->res_free);
 	memset(w->res_busy, 0, (size_t)w->nres * sizeof *w->res_busy);
 	memset(w->grad_ready, 0, (size_t)w->ndev * sizeof *w->grad_ready);
+	memset(w->bwd_done, 0, (size_t)w->ndev * sizeof *w->bwd_done);
 	memset(w->act_cur, 0, (size_t)w->ndev * sizeof *w->act_cur);
 	memset(w->link_bytes, 0, sizeof w->link_bytes);
 	memset(w->ntask_kinds, 0, sizeof w->ntask_kinds);
@@ -532,6 +576,11 @@ int sim_schedule_from(struct sim *s, int from)
 				break;
 			st = run_step(s, op, x->mb, x->bwd);
 		}
+		/* sync=after: the all-reduces the item made due, in the order
+		 * of their ops' backward */
+		for (int k = 0; k < w->ndue && !st; k++)
+			st = allreduce(s, w->due_op[k], x->mb, w->due_span[k]);
+		w->ndue = 0;
 	}
 	if (!st)
 		st = updates(s);
