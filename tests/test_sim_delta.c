@@ -236,6 +236,17 @@ static void test_small(void **state)
 	proposals("branchy_small", "1x4:v100", 1, 1000, 0);
 }
 
+/* Every gradient synchronisation of the cluster (docs/simulator.md): under
+ * sync=after the all-reduces wait for the end of a backward item, which
+ * the checkpoints carry. */
+static void test_sync_settings(void **state)
+{
+	(void)state;
+	proposals("alexnet", "flexflow-p100,sync=after,allreduce=central", 1, 800, 1);
+	proposals("transformer_tiny", "2x4:v100,sync=after,allreduce=ring", 2, 600, 1);
+	proposals("branchy_small", "2x4:v100,allreduce=ps", 1, 500, 0);
+}
+
 /* Stages: the schedule's steps run stage by stage, the delta's first
  * step and its checkpoints are among them. */
 static void test_stages(void **state)
@@ -285,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_gnmt),
 		cmocka_unit_test(test_small),
 		cmocka_unit_test(test_stages),
+		cmocka_unit_test(test_sync_settings),
 		cmocka_unit_test(test_fallback),
 	};
 
