@@ -1,9 +1,12 @@
 """PyTorch eager's training step for the zoo models that mirror torchvision
 and HuggingFace transformers (resnet50, vgg16, gpt2): float32 with TF32 off,
 SGD with momentum 0.9 (as `autopar run`), random inputs and labels.  Prints
-one CSV row: model,batch,device,median_ms,samples_per_s.  Used by
-bench/torch-peer; needs python3 with torch (and torchvision, transformers)
-and a CUDA GPU (or --device cpu)."""
+one CSV row: model,batch,device,median_ms,samples_per_s; --times-csv FILE
+also writes every timed step's time as `autopar run --times-csv` does
+(step,iter_ms; steps numbered from the first warm-up step), which
+bench/torch-peer pools over its rounds.  Used by bench/torch-peer; needs
+python3 with torch (and torchvision, transformers) and a CUDA GPU (or
+--device cpu)."""
 import argparse
 import statistics
 
@@ -34,6 +37,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--times-csv", default=None)
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -66,6 +70,11 @@ def main():
             raise SystemExit(f"torch_peer: {a.model}: loss is {l.item()}")
         if i >= a.warmup:
             times.append(ms)
+    if a.times_csv:
+        with open(a.times_csv, "w", encoding="utf-8") as f:
+            f.write("step,iter_ms\n")
+            for i, ms in enumerate(times):
+                f.write("%d,%r\n" % (a.warmup + i, ms))
     med = statistics.median(times)
     name = torch.cuda.get_device_name(dev) if cuda else "cpu"
     print(f"{a.model},{a.batch},{name},{med:.4f},{a.batch * 1e3 / med:.2f}")

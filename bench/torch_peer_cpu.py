@@ -8,12 +8,15 @@
 # layernorm eps 1e-5, average pooling counting the padding, softmax
 # cross-entropy averaged over every position of the batch), and
 #
-#   time MODEL [-b B] [--ranks R] [--steps N] [--warmup W]
+#   time MODEL [-b B] [--ranks R] [--steps N] [--warmup W] [--times-csv F]
 #       trains with SGD with momentum (autopar run's defaults: lr 0.02,
 #       momentum 0.9) on one thread per process and prints the median step
 #       after warm-up and samples/s; with --ranks 2, DistributedDataParallel
 #       over gloo in 2 processes, each with half the batch, the step time
 #       being the slower rank's (as autopar's dp plan on cpu-1x2);
+#       --times-csv writes every timed step's time as `autopar run
+#       --times-csv` does (step,iter_ms; steps numbered from the first
+#       warm-up step), for bench/torch-peer-cpu to pool with other rounds;
 #   compare MODEL DUMP [--tolerance X]
 #       loads the initial weights and first batch that `autopar run --dump`
 #       wrote (runtime/dump.h), runs one forward and backward in float64
@@ -511,7 +514,12 @@ def one_thread():
         pass
 
 
-def report(model, batch, ranks, times, losses):
+def report(model, batch, ranks, times, losses, warmup, times_csv):
+    if times_csv:
+        with open(times_csv, "w", encoding="utf-8") as f:
+            f.write("step,iter_ms\n")
+            for s, t in enumerate(times):
+                f.write("%d,%r\n" % (warmup + s, t * 1e3))
     med = statistics.median(times)
     print("%s: batch %d on %d rank%s, torch %s: loss %.4f -> %.4f, median step %.3f ms,"
           " %.1f samples/s" % (model, batch, ranks, "" if ranks == 1 else "s",
@@ -543,7 +551,7 @@ def worker(rank, args, port):
     times, losses = train_steps(ddp, batches, args.steps, args.warmup, args.lr, args.momentum,
                                 dist.barrier, reduce_max)
     if rank == 0:
-        report(name, batch, args.ranks, times, losses)
+        report(name, batch, args.ranks, times, losses, args.warmup, args.times_csv)
     dist.barrier()
     sys.stdout.flush()
     # no destroy_process_group(): gloo's teardown can hang a rank that
@@ -572,7 +580,7 @@ def timing(args):
         batches = [random_batch(net, batch, gen) for _ in range(4)]
         times, losses = train_steps(net, batches, args.steps, args.warmup, args.lr,
                                     args.momentum)
-        report(name, batch, 1, times, losses)
+        report(name, batch, 1, times, losses, args.warmup, args.times_csv)
     else:
         import torch.multiprocessing as mp
 
@@ -592,6 +600,7 @@ def main():
     t.add_argument("--lr", type=float, default=0.02)
     t.add_argument("--momentum", type=float, default=0.9)
     t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--times-csv", default=None)
     c = sub.add_parser("compare", help="compare the first step with an autopar dump")
     c.add_argument("model")
     c.add_argument("dump")

@@ -9,7 +9,9 @@
  * every step and every weight at the end (runtime/check.h).  -o appends
  * one row to a results CSV with the simulator's prediction beside the
  * measurement; --loss-csv writes the loss of every step (warm-up
- * included), for loss curves; --dump writes the first step on one device
+ * included), for loss curves; --times-csv the time of every timed step,
+ * the samples behind the median, so that a benchmark can pool the steps
+ * of several runs (bench/torch-peer-cpu); --dump writes the first step on one device
  * (initial weights, batch, loss, gradients) for another framework to
  * repeat (runtime/dump.h).
  *
@@ -71,6 +73,7 @@ struct run_out {
 	double pairs;  /* forward/backward pairs run on two threads, all ranks */
 	const char *timeline; /* where the timeline of the middle timed step goes */
 	double *loss; /* [warmup + steps] */
+	double *ms;   /* [warmup + steps], the slowest rank's, in step order */
 };
 
 /* A fault to inject, for testing that a failing rank ends the job. */
@@ -257,6 +260,22 @@ static int write_rows(FILE *f, void *ctx)
 
 #define LOSS_HEADER "step,loss\n"
 
+#define TIMES_HEADER "step,iter_ms\n"
+
+/* The timed steps only: the file holds the samples of the median. */
+static int write_times(FILE *f, void *ctx)
+{
+	const struct run_out *r = ctx;
+
+	fputs(TIMES_HEADER, f);
+	for (int s = r->warmup; s < r->warmup + r->steps; s++) {
+		fprintf(f, "%d", s);
+		put_num(f, r->ms[s]);
+		putc('\n', f);
+	}
+	return ferror(f) ? AP_EFAIL : AP_OK;
+}
+
 static int write_losses(FILE *f, void *ctx)
 {
 	const struct run_out *r = ctx;
@@ -332,15 +351,18 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 {
 	int n = r->warmup + r->steps, traced = r->timeline ? r->warmup + r->steps / 2 : -1, st;
 	double *ms = calloc((size_t)n, sizeof *ms), *loss = calloc((size_t)n, sizeof *loss);
+	double *sorted = calloc((size_t)r->steps, sizeof *sorted);
 	struct exec *e = NULL;
 	struct trace tr;
 
-	if (!ms || !loss) {
+	if (!ms || !loss || !sorted) {
 		free(ms);
 		free(loss);
+		free(sorted);
 		return ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}
 	r->loss = loss;
+	r->ms = ms;
 	st = trace_init(&tr);
 	if (!st)
 		st = exec_create(&e, &in->g, &in->pl, be, t, o);
@@ -371,11 +393,12 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 			watch_progress(ms[s] * 1e-3);
 	}
 	if (!st) {
-		stats_sort(ms + r->warmup, r->steps);
-		r->med_ms = stats_quantile(ms + r->warmup, r->steps, 0.5);
-		r->p10_ms = stats_quantile(ms + r->warmup, r->steps, 0.1);
-		r->p90_ms = stats_quantile(ms + r->warmup, r->steps, 0.9);
-		stats_median_ci(ms + r->warmup, r->steps, &r->ci_lo_ms, &r->ci_hi_ms);
+		memcpy(sorted, ms + r->warmup, (size_t)r->steps * sizeof *sorted);
+		stats_sort(sorted, r->steps);
+		r->med_ms = stats_quantile(sorted, r->steps, 0.5);
+		r->p10_ms = stats_quantile(sorted, r->steps, 0.1);
+		r->p90_ms = stats_quantile(sorted, r->steps, 0.9);
+		stats_median_ci(sorted, r->steps, &r->ci_lo_ms, &r->ci_hi_ms);
 		r->loss_first = loss[0];
 		r->loss_last = loss[n - 1];
 		r->pairs = (double)exec_pairs(e);
@@ -387,14 +410,14 @@ static int train(struct plan_inputs *in, struct transport *t, const struct backe
 		st = check(in, e, t, be, o, n, loss, &r->check);
 	exec_free(e);
 	trace_release(&tr);
-	free(ms);
+	free(sorted);
 	return st;
 }
 
 static int run(int argc, char **argv)
 {
 	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL, *loss_out = NULL;
-	const char *timeline = NULL, *dump = NULL;
+	const char *timeline = NULL, *dump = NULL, *times_out = NULL;
 	const char *be_name = "cpu", *tr_kind = "auto";
 	long long steps = 20, pool = 4, warmup = 3;
 	uint64_t seed = 1;
@@ -415,6 +438,7 @@ static int run(int argc, char **argv)
 		{ NULL, "--naive", OPT_FLAG, &naive },
 		{ NULL, "--serial", OPT_FLAG, &serial },
 		{ NULL, "--loss-csv", OPT_STR, &loss_out },
+		{ NULL, "--times-csv", OPT_STR, &times_out },
 		{ NULL, "--timeline", OPT_STR, &timeline },
 		{ NULL, "--dump", OPT_STR, &dump },
 		{ "-o", "--output", OPT_STR, &out },
@@ -465,11 +489,14 @@ static int run(int argc, char **argv)
 	if (!st)
 		st = io_paths_check((const struct io_path[]){
 			{ "PLAN", in.path, 0 }, { "-o", out, 1 }, { "--loss-csv", loss_out, 1 },
-			{ "--timeline", timeline, 1 }, { "--dump", dump, 1 } }, 5);
+			{ "--times-csv", times_out, 1 }, { "--timeline", timeline, 1 },
+			{ "--dump", dump, 1 } }, 6);
 	if (!st)
 		st = check_existing("-o", out, RUN_HEADER);
 	if (!st)
 		st = check_existing("--loss-csv", loss_out, LOSS_HEADER);
+	if (!st)
+		st = check_existing("--times-csv", times_out, TIMES_HEADER);
 	if (st)
 		goto out;
 	/* The plan is read once: by the launcher, which validates it before
@@ -601,6 +628,8 @@ static int run(int argc, char **argv)
 		}
 		if (loss_out && !st)
 			st = write_atomic(loss_out, write_losses, &r);
+		if (times_out && !st)
+			st = write_atomic(times_out, write_times, &r);
 	}
 	if (!st && do_check && !(r.check <= tol))
 		st = AP_EFAIL;
@@ -611,6 +640,7 @@ static int run(int argc, char **argv)
 out:
 	free(bytes);
 	free(r.loss);
+	free(r.ms);
 	plan_inputs_release(&in);
 	return st;
 }
@@ -620,9 +650,10 @@ const struct command cmd_run = {
 	.summary = "execute a plan on CPU or GPU ranks and measure it",
 	.usage = "usage: autopar run PLAN.json [--steps N] [--warmup N] [--check] [--seed N]\n"
 		 "                  [--lr X] [--pool N] [--tolerance X] [--naive] [--serial]\n"
-		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv] [--timeline T.tsv]\n"
-		 "                  [--backend cpu|cuda] [--transport auto|mpi|staged|nccl]\n"
-		 "                  [--watchdog SECONDS] [--dump FILE]\n\n"
+		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv] [--times-csv T.csv]\n"
+		 "                  [--timeline T.tsv] [--backend cpu|cuda]\n"
+		 "                  [--transport auto|mpi|staged|nccl] [--watchdog SECONDS]\n"
+		 "                  [--dump FILE]\n\n"
 		 "Trains the plan's model with one process per device of the plan (MPI\n"
 		 "ranks; started under mpirun when run outside an MPI job, which is also\n"
 		 "how a multi-node job is run: mpirun -hostfile H -np N autopar run ...).\n"
@@ -648,6 +679,8 @@ const struct command cmd_run = {
 		 "                      prediction: every task runs with the current weights\n"
 		 "  -o, --output FILE   append one row to a results CSV\n"
 		 "  --loss-csv FILE     write the loss of every step (step,loss)\n"
+		 "  --times-csv FILE    write the time of every timed step (step,iter_ms;\n"
+		 "                      the slowest rank's), the samples of the median\n"
 		 "  --timeline FILE     write when each rank ran each task of the middle\n"
 		 "                      timed step, in the format of `autopar sim --timeline`\n"
 		 "  --dump FILE         first write the first step of the model on one\n"

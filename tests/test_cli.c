@@ -8,6 +8,8 @@
  */
 #include "testutil.h"
 
+#include "util/stats.h"
+
 /* Runs `autopar ARGS` (%D in args = the temporary dir); returns the exit
  * status and the stderr text. */
 static int run(const char *args, char *err, size_t len)
@@ -143,6 +145,8 @@ static const struct {
 	/* a results CSV is no loss curve: not overwritten */
 	{ "r.csv", "a,b\n", NULL, NULL, "run x.json --loss-csv %D/r.csv", "%D/r.csv:1: ",
 	  "expected the header 'step,loss'" },
+	{ "r.csv", "a,b\n", NULL, NULL, "run x.json --times-csv %D/r.csv", "%D/r.csv:1: ",
+	  "expected the header 'step,iter_ms'" },
 	/* outputs checked before any work: empty, an input, one another */
 	{ NULL, NULL, NULL, NULL, "plan -m mlp -c 1x2:v100 -P dp -o ''", "-o: ",
 	  "an empty path" },
@@ -151,6 +155,8 @@ static const struct {
 	{ NULL, NULL, NULL, NULL, "run x.json --loss-csv %D", "%D: ", "is a directory" },
 	{ "rr.csv", "", NULL, NULL, "run x.json -o %D/rr.csv --loss-csv %D/rr.csv",
 	  "%D/rr.csv: ", "the output of --loss-csv is also the output of -o" },
+	{ "rt.csv", "", NULL, NULL, "run x.json --loss-csv %D/rt.csv --times-csv %D/rt.csv",
+	  "%D/rt.csv: ", "the output of --times-csv is also the output of --loss-csv" },
 	{ "pc.json", PLAN_OK(""), NULL, NULL, "sim %D/pc.json --trace %D/pc.json",
 	  "%D/pc.json: ", "the output of --trace is the input PLAN" },
 	{ "mc.model", PLAN_MODEL, NULL, NULL, "plan -m %D/mc.model -c 1x2:v100 -P dp "
@@ -345,29 +351,46 @@ static void test_run_pool(void **state)
 }
 
 /* run's results carry the median's 95% interval (docs/runtime.md,
- * "Measured numbers"), which holds the median. */
+ * "Measured numbers"), which holds the median; --times-csv writes the
+ * timed steps it is the median of, in step order after the warm-up. */
 static void test_run_interval(void **state)
 {
 	char err[4096], text[4096], path[600];
-	double v[20];
+	double v[20], t[8];
 	char *row;
-	int k = 0;
+	int k = 0, n = 0, step;
 
 	(void)state;
 	assert_int_equal(run("plan -m mlp -c cpu-1x2 -P single -o %D/ci.json", err, sizeof err), 0);
 	snprintf(path, sizeof path, "%s/ci.csv", tmp_dir());
 	remove(path);
-	if (run("run %D/ci.json --steps 8 --warmup 1 -o %D/ci.csv", err, sizeof err))
+	if (run("run %D/ci.json --steps 8 --warmup 1 -o %D/ci.csv --times-csv %D/ci-times.csv",
+		err, sizeof err))
 		fail_msg("run: %s", err);
+	snprintf(path, sizeof path, "%s/ci-times.csv", tmp_dir());
+	test_read_file(path, text, sizeof text);
+	assert_true(strncmp(text, "step,iter_ms\n", 13) == 0);
+	for (char *l = strchr(text, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+		assert_true(n < 8);
+		assert_int_equal(sscanf(l + 1, "%d,%lf", &step, &t[n]), 2);
+		assert_int_equal(step, n + 1);
+		n++;
+	}
+	assert_int_equal(n, 8);
+	stats_sort(t, 8);
+	snprintf(path, sizeof path, "%s/ci.csv", tmp_dir());
 	test_read_file(path, text, sizeof text);
 	assert_non_null(strstr(text, "meas_iter_ms,meas_iter_ms_p10,meas_iter_ms_p90,"
 				     "meas_iter_ms_ci_lo,meas_iter_ms_ci_hi,"));
 	row = strchr(text, '\n') + 1;
 	for (char *f = strtok(row, ","); f && k < 20; f = strtok(NULL, ","))
 		v[k++] = atof(f);
-	/* fields 11..15 (0-based): measured median, p10, p90, lo, hi */
+	/* fields 11..15 (0-based): measured median, p10, p90, lo, hi; both
+	 * files hold each number to its last bit */
 	assert_true(k > 15);
 	assert_true(v[14] > 0 && v[14] <= v[11] && v[11] <= v[15]);
+	assert_true(v[11] == stats_quantile(t, 8, 0.5));
+	assert_true(v[14] == t[0] && v[15] == t[7]);
 }
 
 /* A command that fails leaves no partial output behind. */
