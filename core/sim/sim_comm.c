@@ -7,17 +7,20 @@
  * Parameters are indexed by the output channel (SOAP's parameter dim), so
  * an op's c degree shards them and its other degrees replicate them: the
  * r shards with the same c index, in every round-robin replica of the
- * stage, form a replica group that all-reduces B bytes of gradients.
- * Inside one node that is a ring: a reduce-scatter and an all-gather of
- * r - 1 steps each, one task on the group's ring links.  When the group
- * spans N > 1 nodes with at most q members on one node, it is
- * hierarchical (as NCCL and Horovod do it), three tasks: a reduce-scatter
- * inside every node, an all-reduce of each node's B/q slices across the
- * nodes, an all-gather inside every node.  Their durations are the cost
- * model's (cost_ring_s(), cost_half_ring_s(), cost/cost.h), the node with
- * the most members bounding the intra-node phases; across nodes the q
- * slice rings of a node all pass its one NIC, which therefore sends and
- * receives 2 (N - 1) / N x B whatever q is.
+ * stage, form a replica group that all-reduces B bytes of gradients, in
+ * the phases of the cluster's algorithm (cost_sync_phases(), cost/cost.h;
+ * docs/simulator.md, "Gradient synchronisation").  By default, inside one
+ * node that is a ring: a reduce-scatter and an all-gather of r - 1 steps
+ * each, one task on the group's ring links.  When the group spans N > 1
+ * nodes with at most q members on one node, it is hierarchical (as NCCL
+ * and Horovod do it), three tasks: a reduce-scatter inside every node, an
+ * all-reduce of each node's B/q slices across the nodes, an all-gather
+ * inside every node, the node with the most members bounding the
+ * intra-node phases; across nodes the q slice rings of a node all pass
+ * its one NIC, which therefore sends and receives 2 (N - 1) / N x B
+ * whatever q is.  Parameter servers (ps, central) keep that shape with
+ * their own levels; a flat ring is one task on the ring links and the
+ * NICs.
  */
 #include "sim/sim_comm.h"
 
