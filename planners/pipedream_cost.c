@@ -601,13 +601,17 @@ int pd_dp_costs(struct pd *pd, int shards, int k)
 double pd_flushed_dp(const struct pd *pd)
 {
 	int nodes = pd->nlv > 1 ? pd->lv[1].m : 1;
-	double t = 0, bwd = 0, net = 0, upd;
+	double t = 0, bwd = 0, net = 0, upd, all = 0;
 
+	/* sync=after: every all-reduce waits for the whole backward */
+	for (int i = 0; i < pd->nops && pd->input->c->sync == SYNC_AFTER; i++)
+		all += pd->dpb[i];
 	for (int i = pd->nops - 1; i >= 0; i--) {
 		t += pd->dpt[i] * pd->dp_k;
 		bwd += pd->dpb[i];
 		if (pd->ow[i] > 0)
-			net = fmax(net, bwd) + placed_allreduce(pd, nodes, pd->lv[0].m, pd->ow[i], 1);
+			net = fmax(net, fmax(bwd, all)) +
+			      placed_allreduce(pd, nodes, pd->lv[0].m, pd->ow[i], 1);
 	}
 	upd = cost_update_s(&pd->input->p->dev, pd->cw[pd->n] - pd->cw[0], OPTIMIZER_SGD);
 	return (t + fmax(0, net - bwd) + upd) / pd->units;

@@ -317,7 +317,9 @@ static int estimate_is_the_plans(const char *model, const char *batch, const cha
  * bytes).  A pipeline under 1F1B runs the DP's minibatches as its
  * micro-batches, so the terms per round of a replicated stage (its
  * all-reduce, whose ring across nodes also loads the NICs, and its
- * optimizer step) are the plan's. */
+ * optimizer step) are the plan's; so under every gradient
+ * synchronisation but a flat ring across nodes (whose NIC time the DP
+ * does not split out). */
 static void test_estimate_is_the_plans(void **state)
 {
 	static const char *const models[] = { "pipedream/vgg16", "pipedream/alexnet",
@@ -332,6 +334,10 @@ static void test_estimate_is_the_plans(void **state)
 		{ "4x4:v100,intra=4GB/s,inter=10Gb/s", "0/dev" },
 		{ "pipedream-a", NULL },
 		{ "pipedream-b", NULL },
+		/* and under the papers' gradient synchronisations, after the
+		 * backward (docs/simulator.md) */
+		{ "pipedream-b,sync=after,allreduce=ps", "0/dev" },
+		{ "pipedream-a,sync=after,allreduce=central", NULL },
 	};
 	int bad = 0;
 
