@@ -18,8 +18,7 @@ set grid noxtics ytics
 set logscale y
 set yrange [*:*]
 set ytics format '%g'
-tickfont = sprintf('sans,%d', fontsize - 1)
-set xtics rotate by -40 scale 0 font tickfont
+set xtics rotate by -40 scale 0 font smallfont
 set ylabel 'samples/s relative to dp (log scale)'
 
 # the column numbers of each panel's planners: a search or a variant goes

@@ -11,6 +11,7 @@
 if (!exists('w')) w = 640
 if (!exists('h')) h = 400
 if (!exists('fontsize')) fontsize = 11
+smallfont = sprintf('sans,%d', fontsize - 1)
 if (term eq 'png') \
 	set terminal pngcairo size w,h font sprintf('sans,%d', fontsize) linewidth 1.3 dashlength 1.5; \
 else \
