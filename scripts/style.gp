@@ -20,6 +20,7 @@ set output outfile
 set border 3 lc rgb '#404040'
 set tics nomirror
 set grid lc rgb '#d8d8d8' lw 0.8
+unset grid
 set key noopaque samplen 2.5 spacing 1.1
 
 # Okabe-Ito, in its published order: the default series colours.
