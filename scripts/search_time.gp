@@ -18,8 +18,8 @@ main = ''
 other = ''
 do for [i = 1:words(names)] {
 	p = word(names, i)
-	if (psearch(p) || pvar(p) || strstrt(' '.variants, ' '.p.':')) { other = other.' '.p }
-	if (!psearch(p) && !pvar(p)) { main = main.' '.p }
+	if (pother(p)) { other = other.' '.p }
+	if (pmain(p)) { main = main.' '.p }
 }
 rows = (words(other) > 0 && words(main) > 0) ? 2 : 1
 set multiplot layout rows, 2 title 'Search time of each planner, every benchmark cell (log-log)'

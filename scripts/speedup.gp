@@ -27,8 +27,8 @@ main = ''
 other = ''
 do for [i = 1:words(names)] {
 	p = word(names, i)
-	if (psearch(p) || pvar(p) || strstrt(' '.variants, ' '.p.':')) { other = other.' '.(i + 1) }
-	if (!psearch(p) && !pvar(p)) { main = main.' '.(i + 1) }
+	if (pother(p)) { other = other.' '.(i + 1) }
+	if (pmain(p)) { main = main.' '.(i + 1) }
 }
 panels = (words(other) > 0 && words(main) > 0) ? 2 : 1
 set multiplot layout panels, 1 title sprintf("Predicted throughput relative to data parallelism on %s\n(each device with the model's batch; '(global)': the model's batch shared)", cluster)

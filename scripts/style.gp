@@ -51,3 +51,7 @@ pcolour(p) = pidx(p) ? word(planner_colours, pidx(p)) : '#606060'
 pdash(p) = pvar(p) + 1
 ppattern(p) = pvar(p) ? 3 + pvar(p) : 3
 ppoint(p) = pvar(p) ? int(word('6 4 8 10 12', pvar(p))) : (pidx(p) ? int(word(planner_marks, pidx(p))) : 1)
+# Where planners are split in two panels: the planners, and the searches
+# and variants with the planner of a variant beside them.
+pmain(p) = !psearch(p) && !pvar(p)
+pother(p) = psearch(p) || pvar(p) || strstrt(' '.variants, ' '.p.':') > 0
