@@ -9,16 +9,25 @@
 #   awk -F'\t' 'NR > 1 && $3 ~ /^mcmc/ { k = $1 "/" $2; if (k != last) {
 #            if (last != "") printf "\n\n"; last = k; t = t " " k }
 #            print $4, $5 } END { print t > "titles" }'
-if (term eq 'png') set terminal pngcairo size 800,480 font 'sans,10'; \
-else set terminal svg size 800,480 font 'sans,10'
-set output outfile
+w = 800
+h = 720
+load 'scripts/style.gp'
 set termoption noenhanced
-set title 'mcmc: best simulated iteration time over search time'
+set title 'mcmc on flexflow-p100: best simulated iteration time over search time'
 set xlabel 'search time (s)'
 set ylabel 'best iteration time (ms)'
 set logscale x
 set logscale y
 set grid
-set key outside right top
+set key outside right top font smallfont
+# at most 8 models a panel
 n = words(titles)
-plot for [i = 1:n] dat index (i - 1) using 1:2 with steps lw 1.5 title word(titles, i)
+panels = (n + 7) / 8
+set multiplot layout panels, 1
+do for [k = 1:panels] {
+	first = 8 * (k - 1) + 1
+	last = (8 * k < n ? 8 * k : n)
+	plot for [i = first:last] dat index (i - 1) using 1:2 with steps lw 1.5 title word(titles, i)
+	unset title
+}
+unset multiplot

@@ -1,9 +1,10 @@
 # A pipeline schedule as a Gantt chart, from `autopar sim --timeline`:
 # one row per device, forward and backward tasks as bars, the micro-batch
 # number on each.  Called with dat, outfile, term and title set.
-if (term eq 'png') set terminal pngcairo size 1200,420 font 'sans,10'; \
-else set terminal svg size 1200,420 font 'sans,10'
-set output outfile
+w = 1200
+h = 420
+fontsize = 10
+load 'scripts/style.gp'
 set termoption noenhanced
 set title title
 set xlabel 'time (ms)'

@@ -10,9 +10,9 @@ if (!exists('csv')) csv = 'results/bench.csv'
 if (!exists('csv2tsv')) csv2tsv = 'scripts/csv2tsv'
 if (!exists('term')) term = 'png'
 if (!exists('outfile')) outfile = 'results/figures/ilp-gap.'.term
-if (term eq 'png') set terminal pngcairo size 900,480 font 'sans,10'; \
-else set terminal svg size 900,480 font 'sans,10'
-set output outfile
+w = 900
+h = 480
+load 'scripts/style.gp'
 set termoption noenhanced
 set datafile separator whitespace
 # One line per (planner cell, proven ILP cell) of the same model, batch,

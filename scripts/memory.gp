@@ -1,8 +1,8 @@
 # Peak memory per device by kind, from `autopar sim --memory` (stacked
 # bars, GiB).  Called with dat, outfile, term and title set.
-if (term eq 'png') set terminal pngcairo size 900,420 font 'sans,10'; \
-else set terminal svg size 900,420 font 'sans,10'
-set output outfile
+w = 900
+h = 420
+load 'scripts/style.gp'
 set termoption noenhanced
 set title title
 set xlabel 'device'

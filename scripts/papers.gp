@@ -9,9 +9,10 @@
 # config, autopar config, 'no plan'; '-' for none, autopar value with the
 # paper's baseline or '?'), groups (gnuplot commands marking each paper's
 # rows), nrows, outfile and term set.
-if (term eq 'png') set terminal pngcairo size 1900,760 font 'sans,10'; \
-else set terminal svg size 1900,760 font 'sans,10'
-set output outfile
+w = 1900
+h = 760
+fontsize = 10
+load 'scripts/style.gp'
 set termoption noenhanced
 set datafile missing '?'
 set title "The papers' headline numbers and autopar's predictions (bench/papers; ratios: speedups over each paper's baseline, final-loss ratio for the last)"

@@ -2,9 +2,9 @@
 # (pipedream-a): throughput and peak memory per device as ratios to
 # 1f1b-async, one pair of bars per model.  Called with dat (a whitespace
 # table: model throughput_ratio memory_ratio), outfile and term set.
-if (term eq 'png') set terminal pngcairo size 900,480 font 'sans,10'; \
-else set terminal svg size 900,480 font 'sans,10'
-set output outfile
+w = 900
+h = 480
+load 'scripts/style.gp'
 set termoption noenhanced
 set title 'async-predict vs 1f1b-async on pipedream-a (simulated, same stages)'
 set ylabel 'ratio to 1f1b-async'

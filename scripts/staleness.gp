@@ -3,9 +3,10 @@
 # Called with dat (results/staleness.csv through scripts/csv2tsv: the
 # columns model, ranks, variant, step, loss, tab-separated), outfile and
 # term set.
-if (term eq 'png') set terminal pngcairo size 1200,720 font 'sans,9'; \
-else set terminal svg size 1200,720 font 'sans,9'
-set output outfile
+w = 1200
+h = 720
+fontsize = 9
+load 'scripts/style.gp'
 set termoption noenhanced
 set datafile separator '\t'
 set multiplot layout 2,3 title 'Training loss: synchronous, weight stashing, weight prediction, naive asynchronous'

@@ -8,9 +8,9 @@
 # Called with dat (a whitespace table: "label" ratio lo hi, a missing
 # ratio as NaN; lo = hi = ratio where the file has no interval), outfile
 # and term set.
-if (term eq 'png') set terminal pngcairo size 900,480 font 'sans,10'; \
-else set terminal svg size 900,480 font 'sans,10'
-set output outfile
+w = 900
+h = 480
+load 'scripts/style.gp'
 set termoption noenhanced
 set title "autopar over PyTorch, training samples/s on the same CPU cores (one thread per rank)\nratio of the median steps; error bars from both medians' 95% intervals"
 set ylabel 'autopar / PyTorch'

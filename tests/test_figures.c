@@ -3,7 +3,9 @@
  * scripts/planjson, scripts/figures): a results CSV whose planner spec and
  * cluster hold commas, quoted by autopar's own writer, keeps every column
  * in place through the conversion and the figures; a plan's fields read
- * by path, whatever the file's layout.  Run from the source tree
+ * by path, whatever the file's layout; every figure in the style of
+ * scripts/style.gp, as scripts/check-figures checks it (and a figure out
+ * of it fails the check).  Run from the source tree
  * (AUTOPAR_DATA); skipped without python3, and the figures without
  * gnuplot.
  */
@@ -182,7 +184,52 @@ static void test_figures(void **state)
 	assert_true(test_read_file(path, svg, sizeof svg) > 0);
 	assert_non_null(strstr(svg, ">" SPEC "<"));
 	assert_non_null(strstr(svg, ">dp<"));
+	/* every figure in the style: no tick labels overlap, at most 8
+	 * series a panel, a planner one colour throughout */
+	assert_non_null(strstr(sh_out(0, "scripts/check-figures '%s'", dir), ": ok"));
 	sh_out(0, "rm -rf '%s'", dir);
+}
+
+/* The figure check fails where it should: on the old speedup figure's
+ * way (11 planners in one panel in gnuplot's default colours, tick labels
+ * too long for their slots), and on a planner in two colours. */
+static void test_figure_check(void **state)
+{
+	const char *out;
+	char dir[600];
+
+	(void)state;
+	need(1);
+	snprintf(dir, sizeof dir, "%s", tmp_dir());
+	out = sh_out(1, "printf 'model single dp owt pipedream exhaustive ilp mcmc "
+		     "graphpipe piper megatron pipedream:cost=paper\\n' > '%s/old.dat' && "
+		     "for m in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do "
+		     "printf 'a-rather-long-model-name-%%d 1 1 1 1 1 1 1 1 1 1 1\\n' $m; "
+		     "done >> '%s/old.dat' && cd '%s' && gnuplot -e \"set terminal svg size 1100,520; "
+		     "set output 'old.svg'; set style data histograms; set xtics rotate by -10; "
+		     "plot for [i=2:12] 'old.dat' using i:xtic(1) title columnheader(i)\" && "
+		     "cd - >/dev/null && scripts/check-figures '%s/old.svg'", dir, dir, dir, dir);
+	assert_non_null(strstr(out, "old.svg: panel 0 has 11 series (at most 8)"));
+	assert_non_null(strstr(out, "tick labels 'a-rather-long-model-name-1' and "
+			       "'a-rather-long-model-name-2' overlap"));
+	/* the same labels turned upright fit, 8 series fit */
+	assert_non_null(strstr(sh_out(0, "cd '%s' && gnuplot -e \"set terminal svg size 1100,520; "
+				      "set output 'new.svg'; set style data histograms; "
+				      "set xtics rotate by 90; plot for [i=2:9] 'old.dat' using "
+				      "i:xtic(1) title columnheader(i) lc rgb '#0072B2'\" && "
+				      "cd - >/dev/null && scripts/check-figures '%s/new.svg'", dir, dir),
+			       "1 figures, "));
+	/* dp blue in new.svg, another colour in old.svg */
+	assert_non_null(strstr(sh_out(1, "scripts/check-figures '%s/old.svg' '%s/new.svg'", dir, dir),
+			       "planner 'dp' has 2 colours"));
+}
+
+/* The committed figures (make figures) keep the style. */
+static void test_committed_figures(void **state)
+{
+	(void)state;
+	need(0);
+	assert_non_null(strstr(sh_out(0, "scripts/check-figures results/figures"), ": ok"));
 }
 
 /* Plan fields by path, numbers as the file writes them, whatever the
@@ -217,6 +264,8 @@ int main(void)
 		cmocka_unit_test(test_columns),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_figures),
+		cmocka_unit_test(test_figure_check),
+		cmocka_unit_test(test_committed_figures),
 		cmocka_unit_test(test_planjson),
 	};
 
