@@ -1,7 +1,7 @@
 # autopar build.  `make` builds bin/autopar and, where CUDA is found, the
 # CUDA object beside it; `make bin/autopar` the command alone (everything
 # but --backend cuda); `make test` runs every test binary; `make check-asan` runs them under AddressSanitizer and
-# UndefinedBehaviorSanitizer; `make bench`, `make figures`, `make install
+# UndefinedBehaviorSanitizer; `make bench`, `make figures`, `make report`, `make install
 # PREFIX=...`, `make clean`.  Optional CUDA parts are probed under CUDA_HOME;
 # without them the CUDA entry points compile to stubs.
 
@@ -131,7 +131,7 @@ $(shell mkdir -p $(BUILD))
 $(file > $(FLAGS_FILE),$(FLAGS_NOW))
 endif
 
-.PHONY: all deps test check-asan bench figures install clean
+.PHONY: all deps test check-asan bench figures report install clean
 all: deps $(BIN) $(CUDA_SO)
 
 deps:
@@ -200,7 +200,8 @@ check-asan:
 # The main job: every cell of bench/default.matrix planned, validated and
 # simulated into results/bench.csv (from scratch; `autopar bench` itself
 # resumes an interrupted file), the small models' plans executed on CPU
-# ranks (results/run.csv, predicted against measured), then the figures.
+# ranks (results/run.csv, predicted against measured), then the figures
+# and the page that shows them with the key tables (results/report.html).
 bench: all
 	@mkdir -p results
 	@rm -f results/bench.csv.new
@@ -218,9 +219,15 @@ bench: all
 	bench/run-small
 	BIN=$(BIN) bench/startup
 	@$(MAKE) --no-print-directory figures
+	@$(MAKE) --no-print-directory report
 
 figures: all
 	scripts/figures results/bench.csv
+
+# One static page of the results: every figure, the key tables, and the
+# command behind each (scripts/report; it needs no build).
+report:
+	scripts/report results
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/autopar
