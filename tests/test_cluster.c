@@ -112,6 +112,7 @@ static const struct want_preset presets[] = {
 	{ "summit-8x4", 8, 4, "v100", "v100-analytic", 50e9, 25e9 },
 	{ "h100-1x8", 1, 8, "h100", "h100-analytic", 450e9, 400e9 },
 	{ "h100-4x8", 4, 8, "h100", "h100-analytic", 450e9, 400e9 },
+	{ "h200-1x8", 1, 8, "h200", "h200", 450e9, 400e9 },
 	{ "cpu-1x2", 1, 2, "cpu", "cpu", 2.3e9, 2.3e9 },
 	{ "cpu-1x4", 1, 4, "cpu", "cpu", 2.3e9, 2.3e9 },
 };
@@ -221,6 +222,34 @@ static void test_devices_shipped(void **state)
 
 	assert_int_equal(device_find(devices_csv, "v200", &d), AP_EINPUT);
 	assert_non_null(strstr(ap_last_error(), "'v200'"));
+}
+
+/* An inline spec runs on its device's analytic profile (cluster.c), so
+ * every GPU of devices.csv has one shipped, and every preset's profile is
+ * there: a spec such as 1x1:h200 plans instead of failing to open it. */
+static void test_profiles_shipped(void **state)
+{
+	struct device_spec *d, one;
+	struct cluster *c;
+	char dir[256], path[4096];
+	int n, nc;
+
+	(void)state;
+	assert_int_equal(devices_load(devices_csv, &d, &n), AP_OK);
+	for (int i = 0; i < n; i++) {
+		snprintf(dir, sizeof dir, "profiles/%s%s/device.csv", d[i].name,
+			 strcmp(d[i].name, "cpu") ? "-analytic" : "");
+		if (device_load_one(datapath(path, sizeof path, dir), &one) != AP_OK)
+			fail_msg("device '%s': %s", d[i].name, ap_last_error());
+	}
+	free(d);
+	assert_int_equal(cluster_load_presets(clusters_csv, &c, &nc), AP_OK);
+	for (int i = 0; i < nc; i++) {
+		snprintf(dir, sizeof dir, "profiles/%s/device.csv", c[i].profile);
+		if (device_load_one(datapath(path, sizeof path, dir), &one) != AP_OK)
+			fail_msg("preset '%s': %s", c[i].name, ap_last_error());
+	}
+	free(c);
 }
 
 /* --- topology ------------------------------------------------------------ */
@@ -710,6 +739,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_presets_load, setup),
+		cmocka_unit_test_setup(test_profiles_shipped, setup),
 		cmocka_unit_test_setup(test_resolve_preset, setup),
 		cmocka_unit_test_setup(test_devices_shipped, setup),
 		cmocka_unit_test_setup(test_links, setup),
