@@ -224,34 +224,6 @@ static void test_devices_shipped(void **state)
 	assert_non_null(strstr(ap_last_error(), "'v200'"));
 }
 
-/* An inline spec runs on its device's analytic profile (cluster.c), so
- * every GPU of devices.csv has one shipped, and every preset's profile is
- * there: a spec such as 1x1:h200 plans instead of failing to open it. */
-static void test_profiles_shipped(void **state)
-{
-	struct device_spec *d, one;
-	struct cluster *c;
-	char dir[256], path[4096];
-	int n, nc;
-
-	(void)state;
-	assert_int_equal(devices_load(devices_csv, &d, &n), AP_OK);
-	for (int i = 0; i < n; i++) {
-		snprintf(dir, sizeof dir, "profiles/%s%s/device.csv", d[i].name,
-			 strcmp(d[i].name, "cpu") ? "-analytic" : "");
-		if (device_load_one(datapath(path, sizeof path, dir), &one) != AP_OK)
-			fail_msg("device '%s': %s", d[i].name, ap_last_error());
-	}
-	free(d);
-	assert_int_equal(cluster_load_presets(clusters_csv, &c, &nc), AP_OK);
-	for (int i = 0; i < nc; i++) {
-		snprintf(dir, sizeof dir, "profiles/%s/device.csv", c[i].profile);
-		if (device_load_one(datapath(path, sizeof path, dir), &one) != AP_OK)
-			fail_msg("preset '%s': %s", c[i].name, ap_last_error());
-	}
-	free(c);
-}
-
 /* --- topology ------------------------------------------------------------ */
 
 static void test_links(void **state)
@@ -739,7 +711,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_presets_load, setup),
-		cmocka_unit_test_setup(test_profiles_shipped, setup),
 		cmocka_unit_test_setup(test_resolve_preset, setup),
 		cmocka_unit_test_setup(test_devices_shipped, setup),
 		cmocka_unit_test_setup(test_links, setup),

@@ -38,6 +38,30 @@ static void test_presets_have_profiles(void **state)
 	free(c);
 }
 
+/* An inline spec runs on its device's analytic profile (cluster.c), so
+ * every GPU of devices.csv has one shipped: a spec such as 1x1:h200
+ * plans instead of failing to open it. */
+static void test_devices_have_profiles(void **state)
+{
+	struct device_spec *d;
+	struct profile p;
+	char csv[4096], dir[4096], rel[256];
+	int n;
+
+	(void)state;
+	assert_int_equal(devices_load(datapath(csv, sizeof csv, "profiles/devices.csv"), &d, &n),
+			 AP_OK);
+	for (int i = 0; i < n; i++) {
+		snprintf(rel, sizeof rel, "profiles/%s%s", d[i].name,
+			 strcmp(d[i].name, "cpu") ? "-analytic" : "");
+		if (profile_load(datapath(dir, sizeof dir, rel), &p) != AP_OK)
+			fail_msg("device '%s': %s", d[i].name, ap_last_error());
+		assert_string_equal(p.dev.name, d[i].name);
+		profile_release(&p);
+	}
+	free(d);
+}
+
 /* Every op of every zoo model, unsplit and split in two along each
  * splittable dim, has a row in the V100 profile; the small models also in
  * the CPU one. */
@@ -101,6 +125,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_presets_have_profiles),
+		cmocka_unit_test(test_devices_have_profiles),
 		cmocka_unit_test(test_profiles_cover_zoo),
 	};
 
