@@ -179,6 +179,18 @@ double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, con
 
 /* --- collectives ----------------------------------------------------------- */
 
+/* The bytes a member moves over a level of m members by algorithm a, per
+ * byte it holds: the factor of level_s()'s formulas. */
+static double level_share(enum grad_allreduce a, int m)
+{
+	return a == ALLREDUCE_CENTRAL ? m - 1.0 : (a == ALLREDUCE_PS ? 4.0 : 2.0) * (m - 1) / m;
+}
+
+double cost_level_bytes(enum grad_allreduce a, int m)
+{
+	return a == ALLREDUCE_CENTRAL ? m - 1.0 : level_share(a, m) * m;
+}
+
 /* One level of a gradient all-reduce by algorithm a: m members joined
  * by link l, each holding `bytes` (docs/simulator.md, "Gradient
  * synchronisation"):
@@ -186,26 +198,11 @@ double cost_reshard_s(const struct graph *g, const struct cluster *c, int p, con
  *   ps:      4 (m - 1) / m x bytes / bw + 2 (m - 1) latencies,
  *   central: (m - 1) x bytes / bw + (m - 1) latencies,
  * the latencies once for each of the msgs all-reduces fused by bytes. */
-double cost_level_share(enum grad_allreduce a, int m)
-{
-	return a == ALLREDUCE_CENTRAL ? m - 1.0 : (a == ALLREDUCE_PS ? 4.0 : 2.0) * (m - 1) / m;
-}
-
-double cost_level_bytes(enum grad_allreduce a, int m)
-{
-	return a == ALLREDUCE_CENTRAL ? m - 1.0 : cost_level_share(a, m) * m;
-}
-
 static double level_s(enum grad_allreduce a, const struct link *l, int m, double bytes, int msgs)
 {
 	double steps = a == ALLREDUCE_CENTRAL ? m - 1.0 : 2.0 * (m - 1);
 
-	return cost_level_share(a, m) * bytes / l->bw_bytes_per_s + steps * l->latency_s * msgs;
-}
-
-double cost_ring_s(const struct link *l, int r, double bytes, int msgs)
-{
-	return level_s(ALLREDUCE_RING, l, r, bytes, msgs);
+	return level_share(a, m) * bytes / l->bw_bytes_per_s + steps * l->latency_s * msgs;
 }
 
 static void phases(const struct cluster *c, enum grad_allreduce a, int r, int nodes, int qmax,
@@ -239,20 +236,22 @@ void cost_sync_phases(const struct cluster *c, int r, int nodes, int qmax, doubl
 	phases(c, c->allreduce, r, nodes, qmax, bytes, msgs, ph);
 }
 
-static double phases_s(const struct sync_phases *ph)
-{
-	return ph->shape == SHAPE_HIER ? 2 * ph->half_s + ph->inter_s : ph->whole_s;
-}
-
-double cost_allreduce_spread_s(const struct cluster *c, int r, int nodes, int qmax, double bytes,
-			       int msgs)
+/* The phases' sum by algorithm a; 0 for r < 2. */
+static double spread_by(const struct cluster *c, enum grad_allreduce a, int r, int nodes, int qmax,
+			double bytes, int msgs)
 {
 	struct sync_phases ph;
 
 	if (r < 2)
 		return 0;
-	cost_sync_phases(c, r, nodes, qmax, bytes, msgs, &ph);
-	return phases_s(&ph);
+	phases(c, a, r, nodes, qmax, bytes, msgs, &ph);
+	return ph.shape == SHAPE_HIER ? 2 * ph.half_s + ph.inter_s : ph.whole_s;
+}
+
+double cost_allreduce_spread_s(const struct cluster *c, int r, int nodes, int qmax, double bytes,
+			       int msgs)
+{
+	return spread_by(c, c->allreduce, r, nodes, qmax, bytes, msgs);
 }
 
 void cost_spread(const struct cluster *c, const int *dev, int r, int64_t bytes, int *nodes,
@@ -275,15 +274,11 @@ void cost_spread(const struct cluster *c, const int *dev, int r, int64_t bytes, 
 static double allreduce_by(const struct cluster *c, enum grad_allreduce a, const int *dev, int r,
 			   int64_t bytes)
 {
-	struct sync_phases ph;
 	int nodes, qmax;
 	int64_t intra_bytes;
 
-	if (r < 2)
-		return 0;
 	cost_spread(c, dev, r, bytes, &nodes, &qmax, &intra_bytes);
-	phases(c, a, r, nodes, qmax, (double)bytes, 1, &ph);
-	return phases_s(&ph);
+	return spread_by(c, a, r, nodes, qmax, (double)bytes, 1);
 }
 
 double cost_allreduce_s(const struct cluster *c, const int *dev, int r, int64_t bytes)

@@ -74,13 +74,6 @@ int cost_link_resources(const struct cluster *c);
 
 /* --- collectives ----------------------------------------------------------- */
 
-/* A ring all-reduce of r members over link l: a reduce-scatter and an
- * all-gather of r - 1 steps each (Patarasuk and Yuan 2009; NCCL's ring),
- *     2 (r - 1) / r x bytes / bw + 2 (r - 1) x latency x msgs,
- * where msgs counts the all-reduces of that size fused into one by bytes
- * but each paying its own latencies. */
-double cost_ring_s(const struct link *l, int r, double bytes, int msgs);
-
 /* The gradient all-reduce of `bytes` on each of r members spread over
  * `nodes` nodes with at most qmax on one, as the cluster's algorithm
  * (c->allreduce, hw/cluster.h) runs it, in phases that the simulator
@@ -105,16 +98,14 @@ struct sync_phases {
 };
 void cost_sync_phases(const struct cluster *c, int r, int nodes, int qmax, double bytes, int msgs,
 		      struct sync_phases *ph);
-/* The bytes a member moves over a level of m members by algorithm a, per
- * byte it holds: the factor of the formulas above. */
-double cost_level_share(enum grad_allreduce a, int m);
-/* And what the level's m members move over links in all, per byte each
- * holds: m x that share, but for the central server's m - 1 (the others'
- * gradients reach it; FlexFlow's simulator charges nothing back). */
-double cost_level_bytes(enum grad_allreduce a, int m);
 /* Their sum; 0 for r < 2. */
 double cost_allreduce_spread_s(const struct cluster *c, int r, int nodes, int qmax, double bytes,
 			       int msgs);
+/* What a level's m members move over links in all by algorithm a, per
+ * byte each holds: m x the factor of the formulas above, but for the
+ * central server's m - 1 (the others' gradients reach it; FlexFlow's
+ * simulator charges nothing back). */
+double cost_level_bytes(enum grad_allreduce a, int m);
 /* How the r sorted devices dev[] spread over c's nodes: the node count,
  * the most members on one node, and the bytes the intra-node phases move
  * when each member holds `bytes`. */

@@ -403,16 +403,6 @@ static const char *const allreduce_names[NALLREDUCES] = {
 	[ALLREDUCE_CENTRAL] = "central",
 };
 
-const char *grad_sync_name(enum grad_sync s)
-{
-	return (unsigned)s < NSYNCS ? sync_names[s] : "?";
-}
-
-const char *grad_allreduce_name(enum grad_allreduce a)
-{
-	return (unsigned)a < NALLREDUCES ? allreduce_names[a] : "?";
-}
-
 /* The index of s in names[0..n), or -1. */
 static int name_index(const char *const *names, int n, const char *s)
 {
@@ -420,6 +410,19 @@ static int name_index(const char *const *names, int n, const char *s)
 		if (strcmp(names[k], s) == 0)
 			return k;
 	return -1;
+}
+
+/* Option opt's value val, one of names[0..n): its index, or -1 reported
+ * with the words expected. */
+static int word_option(const char *spec, const char *opt, const char *val,
+		       const char *const *names, int n, const char *expected)
+{
+	int k = name_index(names, n, val);
+
+	if (k < 0)
+		ap_err(AP_EINPUT, NULL, 0, "cluster spec '%s': %s '%s' is not one of %s", spec,
+		       opt, val, expected);
+	return k;
 }
 
 static int spec_option(const char *spec, char *opt, struct cluster *c,
@@ -439,10 +442,8 @@ static int spec_option(const char *spec, char *opt, struct cluster *c,
 			      spec, opt);
 	*eq = 0;
 	val = eq + 1;
-	for (k = 0; k < NOPTS; k++)
-		if (strcmp(opt, opt_names[k]) == 0)
-			break;
-	if (k == NOPTS)
+	k = name_index(opt_names, NOPTS, opt);
+	if (k < 0)
 		return ap_err(AP_EINPUT, NULL, 0,
 			      "cluster spec '%s': unknown option '%s' (expected intra, inter, intra_lat, inter_lat, mem, sync or allreduce)",
 			      spec, opt);
@@ -474,19 +475,16 @@ static int spec_option(const char *spec, char *opt, struct cluster *c,
 				      bytes_why(rc));
 		break;
 	case OPT_SYNC:
-		rc = name_index(sync_names, NSYNCS, val);
+		rc = word_option(spec, opt, val, sync_names, NSYNCS, "overlap, after");
 		if (rc < 0)
-			return ap_err(AP_EINPUT, NULL, 0,
-				      "cluster spec '%s': sync '%s' is not a synchronisation (expected overlap or after)",
-				      spec, val);
+			return AP_EINPUT;
 		c->sync = (enum grad_sync)rc;
 		break;
 	case OPT_ALLREDUCE:
-		rc = name_index(allreduce_names, NALLREDUCES, val);
+		rc = word_option(spec, opt, val, allreduce_names, NALLREDUCES,
+				 "hierarchical, ring, ps, central");
 		if (rc < 0)
-			return ap_err(AP_EINPUT, NULL, 0,
-				      "cluster spec '%s': allreduce '%s' is not an algorithm (expected hierarchical, ring, ps or central)",
-				      spec, val);
+			return AP_EINPUT;
 		c->allreduce = (enum grad_allreduce)rc;
 		break;
 	}

@@ -46,8 +46,6 @@ enum grad_allreduce {
 			    * after another, per level (FlexFlow's simulator) */
 	NALLREDUCES
 };
-const char *grad_sync_name(enum grad_sync s);
-const char *grad_allreduce_name(enum grad_allreduce a);
 
 struct cluster {
 	char name[CLUSTER_NAME_LEN];
