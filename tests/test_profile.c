@@ -361,6 +361,59 @@ static void test_lookup_sources(void **state)
 	graph_release(&g);
 }
 
+/* A profile measured at a larger batch than the step's (gpt2's rows at 8,
+ * a step at 4): each op's own row at batch 4x answers, scaled by work,
+ * ahead of another op's row at the step's own batch. */
+static void test_lookup_larger_batch(void **state)
+{
+	struct graph g, big;
+	struct profile p;
+	struct op_cost c, roof, broof;
+	char sig[1024];
+	int d1[NDIMS], fc1, fc2;
+
+	(void)state;
+	/* fc2's shapes are no shard of fc1's, so fc1's only own row is the
+	 * one at the larger batch */
+	parse("model mlp\nbatch 64\ninput x c=1024\nlinear fc1 x out=1024\n"
+	      "relu r1 fc1\nlinear fc2 r1 out=300\n",
+	      &g);
+	fc1 = op_index(&g, "fc1");
+	fc2 = op_index(&g, "fc2");
+	profile_init(&p);
+	test_device(&p.dev);
+	set_degree(d1, 1, 1, 1, 1, 1);
+	assert_int_equal(graph_copy(&big, &g), AP_OK);
+	assert_string_equal(big.ops[fc1].name, "fc1");
+	assert_int_equal(graph_set_batch(&big, 4 * g.batch), AP_OK);
+	assert_int_equal(big.ops[fc1].out.size[0], 4 * g.ops[fc1].out.size[0]);
+	assert_int_equal(g.ops[fc1].out.size[0], 64); /* the copy owns its ops */
+
+	/* fc1 measured at batch 256, five times its roofline there; fc2 at
+	 * batch 64, twice its roofline */
+	signature(&big, fc1, d1, sig, sizeof sig);
+	roofline_cost(&p.dev, &big, fc1, d1, &broof);
+	assert_int_equal(profile_put(&p, sig, 5 * broof.fwd_us, 5 * broof.bwd_us, 0, 0), AP_OK);
+	signature(&g, fc2, d1, sig, sizeof sig);
+	roofline_cost(&p.dev, &g, fc2, d1, &roof);
+	assert_int_equal(profile_put(&p, sig, 2 * roof.fwd_us, 2 * roof.bwd_us, 0, 0), AP_OK);
+
+	assert_int_equal(profile_lookup(&p, &g, fc1, d1, &c), AP_OK);
+	assert_int_equal(c.source, COST_SCALED);
+	roofline_cost(&p.dev, &g, fc1, d1, &roof);
+	assert_close(c.fwd_us, 5 * roof.fwd_us, 1e-9);
+	assert_close(c.bwd_us, 5 * roof.bwd_us, 1e-9);
+	assert_true(c.fwd_us < 5 * broof.fwd_us);
+
+	/* the same graph at batch 256 reads fc1's row as it is */
+	assert_int_equal(profile_lookup(&p, &big, fc1, d1, &c), AP_OK);
+	assert_int_equal(c.source, COST_MEASURED);
+	assert_close(c.fwd_us, 5 * broof.fwd_us, 1e-12);
+	graph_release(&big);
+	profile_release(&p);
+	graph_release(&g);
+}
+
 static void test_lookup_imported(void **state)
 {
 	static const char text[] =
@@ -803,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_many_rows),
 		cmocka_unit_test(test_lookup_sources),
+		cmocka_unit_test(test_lookup_larger_batch),
 		cmocka_unit_test(test_lookup_imported),
 		cmocka_unit_test(test_roofline),
 		cmocka_unit_test(test_add_analytic),

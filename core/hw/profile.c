@@ -16,7 +16,9 @@
  *      row can be re-derived from the graph at hand: the candidates are the
  *      shards (j, d') of this graph's ops of the same kind, at power-of-two
  *      degree vectors up to SCALE_MAX_DEGREE, whose signature is a measured
- *      row.  Shards of op i itself come first (the same kernel configuration
+ *      row, and then those shards that keep the batch whole in the same
+ *      graph at a power-of-two multiple of its batch (up to
+ *      SCALE_MAX_DEGREE times: a profile taken at a larger batch).  Shards of op i itself come first (the same kernel configuration
  *      on another slice of the data is the best predictor); only when none
  *      of them is measured are the other ops of the kind searched.  The
  *      nearest candidate is the one whose forward roofline time R_c is
@@ -51,8 +53,11 @@
 #define OPS_NCOLS 5
 #define SIG_LEN 1024
 
-/* Largest degree product searched for a scaled fallback candidate. */
+/* Largest degree product searched for a scaled fallback candidate, and
+ * the largest multiple of the graph's batch; no batch past
+ * SCALE_MAX_BATCH is formed for it. */
 #define SCALE_MAX_DEGREE 64
+#define SCALE_MAX_BATCH ((int64_t)1 << 30)
 
 static const char *const source_names[NCOST_SOURCES] = {
 	[COST_MEASURED] = "measured",
@@ -550,6 +555,7 @@ struct collect_ctx {
 	const struct profile *p;
 	const struct graph *g;
 	int j;
+	int whole_n; /* only shards that do not split the batch */
 };
 
 static int collect(const int degree[NDIMS], void *ctx)
@@ -559,8 +565,11 @@ static int collect(const int degree[NDIMS], void *ctx)
 	const struct prof_row *row;
 	struct op_cost roof;
 	char sig[SIG_LEN];
-	int rc = graph_op_signature(c->g, c->j, degree, sig, sizeof sig);
+	int rc;
 
+	if (c->whole_n && degree[DIM_N] > 1)
+		return AP_OK;
+	rc = graph_op_signature(c->g, c->j, degree, sig, sizeof sig);
 	if (rc)
 		return rc;
 	row = profile_find(c->p, sig);
@@ -575,21 +584,58 @@ static int collect(const int degree[NDIMS], void *ctx)
 	return AP_OK;
 }
 
-/* Makes p->scale hold g's candidates, in operator then degree order. */
+static int collect_graph(struct collect_ctx *c)
+{
+	int rc = AP_OK;
+
+	for (c->j = 0; c->j < c->g->nops && !rc; c->j++)
+		if (!c->g->ops[c->j].m.valid && c->p->nmeasured[c->g->ops[c->j].kind] > 0)
+			rc = for_each_degree(&c->g->ops[c->j], SCALE_MAX_DEGREE, collect, c);
+	return rc;
+}
+
+/* Whether g's shards at a larger batch are candidates too: not for a graph
+ * with imported times, which never reads the profile for those ops and
+ * whose scaled byte counts could overflow. */
+static int rebatchable(const struct graph *g)
+{
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].m.valid || g->ops[i].imported)
+			return 0;
+	return g->batch > 0;
+}
+
+/* Makes p->scale hold g's candidates: its own shards in operator then
+ * degree order, then its unsplit-batch shards at the batch times 2, 4, ..
+ * SCALE_MAX_DEGREE, in that order (a profile measured at a larger batch
+ * than the step's, such as gpt2's rows at 8 for a step at 4: op i's own
+ * kernels on more samples are a better predictor than another op's). */
 static int scale_candidates(const struct profile *p, const struct graph *g)
 {
 	struct scale_cache *sc = p->scale;
 	struct collect_ctx c = { .p = p, .g = g };
 	uint64_t key = graph_key(g);
-	int rc = AP_OK;
+	int rc;
 
 	if (sc->valid && sc->key == key && sc->gen == p->gen)
 		return AP_OK;
 	sc->valid = 0;
 	sc->n = 0;
-	for (c.j = 0; c.j < g->nops && !rc; c.j++)
-		if (!g->ops[c.j].m.valid && p->nmeasured[g->ops[c.j].kind] > 0)
-			rc = for_each_degree(&g->ops[c.j], SCALE_MAX_DEGREE, collect, &c);
+	rc = collect_graph(&c);
+	for (int64_t m = 2; !rc && m <= SCALE_MAX_DEGREE && rebatchable(g) &&
+			    g->batch <= SCALE_MAX_BATCH / m;
+	     m *= 2) {
+		struct graph big;
+
+		if ((rc = graph_copy(&big, g)))
+			break;
+		rc = graph_set_batch(&big, g->batch * m);
+		c.g = &big;
+		c.whole_n = 1;
+		if (!rc)
+			rc = collect_graph(&c);
+		graph_release(&big);
+	}
 	if (rc)
 		return rc;
 	sc->key = key;

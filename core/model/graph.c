@@ -117,6 +117,35 @@ int graph_find(const struct graph *g, const char *name)
 	return -1;
 }
 
+int graph_copy(struct graph *dst, const struct graph *src)
+{
+	graph_init(dst);
+	memcpy(dst->name, src->name, sizeof dst->name);
+	dst->batch = src->batch;
+	dst->nblocks = src->nblocks;
+	if (src->path && !(dst->path = strdup(src->path)))
+		goto oom;
+	for (int i = 0; i < src->nops; i++) {
+		struct op op = src->ops[i];
+
+		op.in = NULL;
+		op.desc = NULL;
+		if ((op.nin && !(op.in = malloc((size_t)op.nin * sizeof *op.in))) ||
+		    (src->ops[i].desc && !(op.desc = strdup(src->ops[i].desc))) ||
+		    graph_add(dst, &op) < 0) {
+			free(op.in);
+			free(op.desc);
+			goto oom;
+		}
+		if (op.nin)
+			memcpy(op.in, src->ops[i].in, (size_t)op.nin * sizeof *op.in);
+	}
+	return AP_OK;
+oom:
+	graph_release(dst);
+	return ap_err(AP_EFAIL, NULL, 0, "out of memory");
+}
+
 int graph_set_batch(struct graph *g, int64_t batch)
 {
 	if (batch <= 0 || batch > AP_MAX_COUNT)
