@@ -215,6 +215,7 @@ bench: all
 	bench/papers
 	bench/megatron-table1
 	bench/predict-sim
+	BIN=$(BIN) bench/gpu-steps
 	BIN=$(BIN) bench/scale-planners
 	bench/run-small
 	BIN=$(BIN) bench/startup
