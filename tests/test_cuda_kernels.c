@@ -403,6 +403,43 @@ static void test_attention(void **state)
 	}
 }
 
+/* Attention at the shapes the batched kernel must get right beyond
+ * test_attention's: score rows longer than a warp and not a multiple of
+ * it, many (sample, head) pairs, wide heads, queries and keys of
+ * different lengths, bands of three along l; and a sequence long enough
+ * that the backward takes its score gradients in more than one chunk. */
+static void test_attention_shapes(void **state)
+{
+	char m[512];
+
+	(void)state;
+	NEED_GPU();
+	for (int r = 0; r < 4; r++) {
+		int n = irand(2, 4), h = r == 3 ? 1 : irand(1, 3), d = r == 3 ? 128 : irand(1, 24);
+		int l = irand(33, 90), lk = irand(20, 70), c = 2 * h * d;
+
+		snprintf(m, sizeof m, HEAD "input x l=%d c=%d\nattention y x heads=%d causal=%d bias=%d\n",
+			 n, l, c, 2 * h, r % 2 == 0, r != 1);
+		same(m);
+		same_shard(m, DIM_L, irand(0, 2), 3);
+		same_shard(m, DIM_C, irand(0, 1), 2);
+		snprintf(m, sizeof m, HEAD "input q l=%d c=%d\ninput kv l=%d c=%d\n"
+			 "attention y q kv heads=%d causal=%d bias=%d\n", n, l, c, lk, c, 2 * h,
+			 r % 2 == 1, r != 2);
+		same(m);
+		same_shard(m, DIM_L, irand(0, 2), 3);
+		same_shard(m, DIM_C, irand(0, 1), 2);
+	}
+	/* 3 samples of 2 heads x 1000 x 1000 scores (2M floats each): the
+	 * backward's chunks of 2 samples (cuda_attn.cu DS_CAP_FLOATS), the
+	 * last one short */
+	for (int causal = 0; causal < 2; causal++) {
+		snprintf(m, sizeof m, HEAD "input x l=1000 c=4\nattention y x heads=2 causal=%d bias=%d\n",
+			 3, causal, causal);
+		same(m);
+	}
+}
+
 /* The executor's own moves and the optimizer. */
 static void test_memory_and_optimizer(void **state)
 {
@@ -473,6 +510,7 @@ int main(void)
 		cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_norm),
 		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_attention_shapes),
 		cmocka_unit_test(test_bad_label),
 	};
 
