@@ -161,8 +161,8 @@ static int gemm_pairs(int ta, int tb, int m, int n, int k, float alpha, float *c
 	return AP_OK;
 }
 
-/* Merges (max, sum of exp(x - max)) of two parts of a row into the
- * first; a part without elements has max -inf and sum 0, and adds
+/* Merges (max, sum of exp(x - max)) of two lanes' parts of a row into
+ * the first; a part without elements has max -inf and sum 0, and adds
  * nothing (exp(-inf - -inf) would be NaN). */
 static __device__ void merge(float *mx, float *s, float mx2, float s2)
 {
@@ -177,8 +177,9 @@ static __device__ void merge(float *mx, float *s, float mx2, float s2)
  * attn_fwd): row r is query r % lq of its pair and takes part in its
  * first first + r % lq elements (kern_dims.h attn_first_lim), clamped to
  * [0, lk]; the others, and a row without any, get probability 0.  A warp
- * to a row: one pass gathers the maximum and the sum together (each
- * lane rescales its sum when its maximum grows), a second writes. */
+ * to a row: one pass gathers the maximum and the sum together (a lane
+ * rescales its sum when its maximum grows; from -inf, exp gives 0), a
+ * second writes. */
 static __global__ void softmax_kernel(float *p, int64_t rows, int64_t lk, int64_t lq,
 				      int64_t first)
 {
@@ -192,8 +193,16 @@ static __global__ void softmax_kernel(float *p, int64_t rows, int64_t lk, int64_
 		int64_t lim = first + r % lq;
 
 		lim = lim < 0 ? 0 : lim > lk ? lk : lim;
-		for (int64_t j = lane; j < lim; j += WARP)
-			merge(&mx, &s, row[j], 1.0f);
+		for (int64_t j = lane; j < lim; j += WARP) {
+			float x = row[j];
+
+			if (x > mx) {
+				s = s * expf(mx - x) + 1.0f;
+				mx = x;
+			} else {
+				s += expf(x - mx);
+			}
+		}
 		for (int off = WARP / 2; off > 0; off /= 2)
 			merge(&mx, &s, __shfl_xor_sync(FULL_MASK, mx, off),
 			      __shfl_xor_sync(FULL_MASK, s, off));
