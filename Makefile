@@ -51,11 +51,18 @@ endif
 # (runtime/cuda_load.h), so no other command loads the CUDA libraries;
 # the object calls back into the binary, which exports its symbols for
 # it (-rdynamic).  Without nvcc and cuDNN there is no object and
-# cuda_stub.c says "not built with CUDA".  CUDA_ARCH: the oldest GPU the
-# kernels are compiled for (PTX runs on newer ones).
-CUDA_ARCH ?= 75
+# cuda_stub.c says "not built with CUDA".  CUDA_ARCHS: the GPUs the
+# kernels are compiled for, as compute capabilities: machine code (SASS)
+# for each, so that none waits for the driver to compile PTX at its first
+# launch, and PTX of the last, which the driver compiles for GPUs newer
+# than all of them (docs/gpu.md, "Build").  By default A100 (80) and
+# H100/H200 (90); CUDA_ARCH=N, the older setting, is CUDA_ARCHS=N.
+CUDA_ARCH ?=
+CUDA_ARCHS ?= $(or $(CUDA_ARCH),80 90)
 LIBDIR   := $(PREFIX)/lib/autopar
-NVFLAGS  := -O2 -std=c++17 -arch=sm_$(CUDA_ARCH) -Icore -Iruntime \
+NVFLAGS  := -O2 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+            -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS)) \
+            -Icore -Iruntime \
             -Xcompiler -Wall,-Wextra,-fPIC,-fvisibility=hidden --Werror all-warnings
 SO_CFLAGS := -fPIC -fvisibility=hidden
 ifneq ($(NVCC),)
@@ -76,7 +83,11 @@ LDLIBS   += -Wl,-rpath,$(CUDA_LIB) -ldl
 GPU_OBJ  := $(BUILD)/runtime/cuda_load.o
 NCCL_CU  := runtime/transport_nccl.cu runtime/comm_bench.cu
 CUDA_CU  := $(filter-out $(NCCL_CU),$(wildcard runtime/*.cu))
-SO_OBJ   := $(CUDA_CU:%.cu=$(BUILD)/%.o) $(BUILD)/so/runtime/backend_cuda.o
+# conv_algo.c and gpu_prec.c, plain C that the binary's tests call too,
+# are built into the object as well (hidden copies: they hold no state);
+# gpu_opts.c, which holds the command's settings, is the binary's alone
+SO_OBJ   := $(CUDA_CU:%.cu=$(BUILD)/%.o) $(BUILD)/so/runtime/backend_cuda.o \
+            $(BUILD)/so/runtime/conv_algo.o $(BUILD)/so/runtime/gpu_prec.o
 SO_LIBS  := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcudart -lcudnn -lcublas -lstdc++
 else
 CUDNN_MSG := cudnn no

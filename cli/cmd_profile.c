@@ -31,6 +31,7 @@
 #include "util/err.h"
 #include "exec_support.h"
 #include "gpu.h"
+#include "gpu_opts.h"
 #include "model/graph.h"
 #include "model/model_io.h"
 #include "hw/profile.h"
@@ -43,7 +44,8 @@
 
 static const char usage[] =
 	"usage: autopar profile [--analytic] -d DEVICE -m MODEL [-m MODEL ...]\n"
-	"                       [-b BATCH] [--max-degree N] -o DIR\n"
+	"                       [-b BATCH] [--max-degree N] [--precision fp32|tf32]\n"
+	"                       [--verbose] -o DIR\n"
 	"       autopar profile --comm [--gpus N] [--max-bytes B] -o DIR\n"
 	"\n"
 	"Writes a profile directory DIR (ops.csv, device.csv) for DEVICE, a row of\n"
@@ -72,6 +74,11 @@ static const char usage[] =
 	"  -m, --model MODEL   a model to cover; repeat for more\n"
 	"  -b, --batch N       batch size (default: each model's own)\n"
 	"  --max-degree N      most shards per operator (default 8)\n"
+	"  --precision P       cuda: fp32 (default) or tf32, as autopar run's, so\n"
+	"                      that the profile times what the run runs (a tf32\n"
+	"                      profile belongs in a directory of its own)\n"
+	"  --verbose           cuda: one line per convolution shape and direction\n"
+	"                      with the algorithm cuDNN's search chose\n"
 	"  -o, --output DIR    the profile directory, created if missing\n"
 	"  --comm              measure NCCL bandwidth into DIR/comm.csv\n"
 	"  --gpus N            GPUs of --comm (default: all)\n"
@@ -280,7 +287,9 @@ static int run(int argc, char **argv)
 	int rc = AP_OK, before, npos, analytic = 0, measured = 0, comm = 0, cuda, gpu;
 	const struct backend *be = NULL;
 	long long batch = 0, max_degree = 8, gpus = 0, max_bytes = (long long)256 << 20;
-	const char *device = NULL, *outdir = NULL;
+	const char *device = NULL, *outdir = NULL, *prec_s = "fp32";
+	enum gpu_prec prec = GPU_FP32;
+	int verbose = 0;
 	struct opt_list models = { calloc((size_t)argc, sizeof(char *)), 0 };
 	const struct opt opts[] = {
 		{ NULL, "--analytic", OPT_FLAG, &analytic },
@@ -292,6 +301,8 @@ static int run(int argc, char **argv)
 		{ NULL, "--comm", OPT_FLAG, &comm },
 		{ NULL, "--gpus", OPT_POS_INT, &gpus },
 		{ NULL, "--max-bytes", OPT_POS_INT, &max_bytes },
+		{ NULL, "--precision", OPT_STR, &prec_s },
+		{ NULL, "--verbose", OPT_FLAG, &verbose },
 		{ 0 },
 	};
 
@@ -302,8 +313,15 @@ static int run(int argc, char **argv)
 		goto out;
 	}
 	rc = args_parse("profile", argc, argv, opts, NULL, 0, &npos);
+	if (!rc)
+		rc = gpu_prec_parse(prec_s, &prec);
+	/* only the CUDA backend has another precision than fp32 */
+	if (!rc && prec != GPU_FP32 && (analytic || !device || cuda_device(device, &gpu) <= 0))
+		rc = ap_err(AP_EINPUT, "--precision", 0, "%s needs -d cuda[:N] (expected fp32 "
+			    "for the cpu and for --analytic)", gpu_prec_name(prec));
 	if (rc)
 		goto out;
+	gpu_opts_set(prec, verbose ? stdout : NULL);
 	if (comm) {
 		rc = outdir ? run_comm(outdir, (int)gpus, max_bytes)
 			    : ap_err(AP_EINPUT, WHO, 0, "expected --comm -o DIR (see autopar help profile)");

@@ -45,6 +45,7 @@
 #include "exec_support.h"
 #include "exec_update.h"
 #include "gpu.h"
+#include "gpu_opts.h"
 #include "launch.h"
 #include "load.h"
 #include "model/model_io.h"
@@ -418,14 +419,14 @@ static int run(int argc, char **argv)
 {
 	const char *out = NULL, *fault_s = NULL, *lr_s = NULL, *tol_s = NULL, *loss_out = NULL;
 	const char *timeline = NULL, *dump = NULL, *times_out = NULL;
-	const char *be_name = "cpu", *tr_kind = "auto";
+	const char *be_name = "cpu", *tr_kind = "auto", *prec_s = "fp32";
 	long long steps = 20, pool = 4, warmup = 3;
 	uint64_t seed = 1;
 	double watchdog = -1;
 	char *bytes = NULL, job[4096];
 	long len = -1;
 	int mpirun = 0;
-	int do_check = 0, naive = 0, serial = 0, npos, st;
+	int do_check = 0, naive = 0, serial = 0, verbose = 0, npos, st;
 	const struct opt opts[] = {
 		{ NULL, "--steps", OPT_POS_INT, &steps },
 		{ NULL, "--warmup", OPT_COUNT, &warmup },
@@ -445,6 +446,8 @@ static int run(int argc, char **argv)
 		{ NULL, "--inject-fault", OPT_STR, &fault_s },
 		{ NULL, "--backend", OPT_STR, &be_name },
 		{ NULL, "--transport", OPT_STR, &tr_kind },
+		{ NULL, "--precision", OPT_STR, &prec_s },
+		{ NULL, "--verbose", OPT_FLAG, &verbose },
 		{ 0 },
 	};
 	const struct backend *be = &backend_cpu;
@@ -453,6 +456,7 @@ static int run(int argc, char **argv)
 	struct run_out r = { 0 };
 	struct transport t = { 0 }, wrap = { 0 }, *tp = &t;
 	struct fault fault;
+	enum gpu_prec prec = GPU_FP32;
 	double tol = 1e-5;
 	char *end;
 
@@ -470,6 +474,16 @@ static int run(int argc, char **argv)
 		st = parse_fault(fault_s, &fault);
 	if (!st && !(be = backend_find(be_name)))
 		st = ap_err(AP_EINPUT, "--backend", 0, "expected cpu or cuda, got '%s'", be_name);
+	if (!st)
+		st = gpu_prec_parse(prec_s, &prec);
+	/* the CPU backend's products are float32 only: tf32 there would
+	 * claim a speed-up it does not have */
+	if (!st && prec != GPU_FP32 && be != &backend_cuda)
+		st = ap_err(AP_EINPUT, "--precision", 0,
+			    "%s needs --backend cuda (the cpu backend computes in fp32 only)",
+			    gpu_prec_name(prec));
+	if (!st)
+		gpu_opts_set(prec, verbose ? stdout : NULL);
 	if (!st) {
 		size_t k = 0;
 
@@ -652,6 +666,7 @@ const struct command cmd_run = {
 		 "                  [--lr X] [--pool N] [--tolerance X] [--naive] [--serial]\n"
 		 "                  [-o RESULTS.csv] [--loss-csv LOSS.csv] [--times-csv T.csv]\n"
 		 "                  [--timeline T.tsv] [--backend cpu|cuda]\n"
+		 "                  [--precision fp32|tf32] [--verbose]\n"
 		 "                  [--transport auto|mpi|staged|nccl] [--watchdog SECONDS]\n"
 		 "                  [--dump FILE]\n\n"
 		 "Trains the plan's model with one process per device of the plan (MPI\n"
@@ -689,6 +704,13 @@ const struct command cmd_run = {
 		 "                      docs/runtime.md), for another framework to repeat\n"
 		 "  --backend NAME      cpu (default) or cuda: one GPU per rank, the\n"
 		 "                      rank's local index modulo the GPUs of its node\n"
+		 "  --precision P       cuda: fp32 (default; float32 products, as the cpu\n"
+		 "                      backend) or tf32 (tensor cores on TF32 inputs,\n"
+		 "                      as PyTorch's allow_tf32; --check then needs a\n"
+		 "                      looser --tolerance, such as 1e-2); cpu: fp32 only\n"
+		 "  --verbose           cuda: one line per convolution shape and direction\n"
+		 "                      with the algorithm cuDNN's search chose, its time\n"
+		 "                      and workspace\n"
 		 "  --transport KIND    mpi; staged (backend memory through host copies);\n"
 		 "                      nccl (one rank per GPU: NCCL all-reduces); auto\n"
 		 "                      (default): mpi on cpu, on cuda nccl with one rank\n"

@@ -8,17 +8,26 @@
  * kernels where it is not (ceil mode) and for adaptive average pooling
  * with PyTorch's bins.
  *
- * Algorithm selection: cuDNN's heuristics (the _v7 queries) rank the
- * algorithms of a shape; the first that succeeds within the workspace
- * limit (cuda_workspace()) is taken and kept with the shape's
- * descriptors, so a shape is planned once per process.  Convolutions run
- * in FMA math: no TF32, float32 results as the CPU computes them.
+ * Algorithm selection (docs/gpu.md, "Convolution algorithms"), as
+ * PyTorch's cudnn.benchmark: the first call of a direction of a shape
+ * runs cuDNN's Find, which times every algorithm on the device within
+ * the workspace limit (cuda_workspace()), and the fastest is kept in the
+ * process's cache (conv_algo.h) with the shape's descriptors, keyed by
+ * shape and precision, so each is searched once per process.  In fp32
+ * the search and the runs are in FMA math: no TF32, float32 results as
+ * the CPU computes them; in tf32 cuDNN's default math, which lets tensor
+ * cores round the inputs to TF32 (gpu_prec.h).
  */
 #include "cuda_ctx.cuh"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "util/grow.h"
+extern "C" {
+#include "conv_algo.h"
+#include "gpu_opts.h"
+}
 
 struct conv {
 	int n, c, h, w, oc, oh, ow;
@@ -43,50 +52,116 @@ static struct conv conv_dims(const struct kern *k)
 	return d;
 }
 
-/* One convolution shape, planned: descriptors and algorithms. */
-struct conv_plan {
+/* The descriptors of one convolution shape (its cache entry's descs),
+ * and the math each direction's chosen algorithm runs in: cuDNN decides
+ * whether an algorithm uses tensor cores from the algorithm and the
+ * descriptor's math together, so each call sets the math Find timed. */
+struct conv_descs {
 	struct conv d;
 	cudnnTensorDescriptor_t x, y, bias;
 	cudnnFilterDescriptor_t w;
 	cudnnConvolutionDescriptor_t conv;
-	cudnnConvolutionFwdAlgo_t fwd;
-	cudnnConvolutionBwdDataAlgo_t bwd_data;
-	cudnnConvolutionBwdFilterAlgo_t bwd_filter;
-	size_t fwd_ws, data_ws, filter_ws;
+	cudnnMathType_t math[CONV_NDIRS];
 };
 
-static struct conv_plan *plans;
-static int nplans, cap_plans;
+/* The most algorithms a direction has (forward's), and each one's count. */
+#define MAX_ALGOS ((int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
+static_assert((int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT <= MAX_ALGOS &&
+		      (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT <= MAX_ALGOS,
+	      "a direction has more algorithms than MAX_ALGOS");
+static const int nalgos[CONV_NDIRS] = { CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+					CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+					CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT };
 
-/* The first of cuDNN's ranked algorithms that works within the limit,
- * deterministic ones first: a plan's ranks then sum their gradients in
- * one order, and --check compares runs that repeat exactly. */
-#define PICK(perf, n, out, ws)                                                 \
-	do {                                                                   \
-		int found_ = 0;                                                \
-		for (int pass_ = 0; pass_ < 2 && !found_; pass_++)             \
-			for (int q_ = 0; q_ < (n) && !found_; q_++)            \
-				if ((perf)[q_].status == CUDNN_STATUS_SUCCESS && \
-				    (perf)[q_].memory <= cuda_ctx.ws_limit &&  \
-				    (pass_ || (perf)[q_].determinism ==        \
-						      CUDNN_DETERMINISTIC)) {  \
-					(out) = (perf)[q_].algo;               \
-					(ws) = (perf)[q_].memory;              \
-					found_ = 1;                            \
-				}                                              \
-		if (!found_)                                                   \
-			return ap_err(AP_EFAIL, "cudnn", 0,                    \
-				      "no convolution algorithm fits a workspace of %zu bytes", \
-				      cuda_ctx.ws_limit);                      \
-	} while (0)
+/* every shape this process has met, in each precision it ran */
+static struct conv_cache cache;
 
-static int plan_make(struct conv_plan *p)
+static struct conv_key key_of(const struct conv *d)
+{
+	struct conv_key k;
+
+	memset(&k, 0, sizeof k);
+	k.n = d->n, k.c = d->c, k.h = d->h, k.w = d->w;
+	k.k = d->oc, k.r = d->kh, k.s = d->kw;
+	k.stride_h = d->sh, k.stride_w = d->sw, k.pad_h = d->ph, k.pad_w = d->pw;
+	k.dil_h = k.dil_w = 1; /* the operator has no dilation */
+	k.groups = d->groups;
+	k.precision = gpu_opt_prec();
+	return k;
+}
+
+/* the math a search runs in: what the precision allows (gpu_prec.h) */
+static cudnnMathType_t search_math(enum gpu_prec p)
+{
+	return gpu_prec_math(p).dnn_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+/* Float32 data on tensor cores is TF32 in the default and tensor-op
+ * maths; only the converting one narrows it (to half). */
+static enum conv_math math_of(cudnnMathType_t m)
+{
+	return m == CUDNN_FMA_MATH ? CONV_MATH_FMA
+	       : m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? CONV_MATH_NARROW
+							    : CONV_MATH_TF32;
+}
+
+static const char *algo_name(enum conv_dir d, int a)
+{
+	if (d == CONV_FWD)
+		switch ((cudnnConvolutionFwdAlgo_t)a) {
+		case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+		case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+		case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+		case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+		case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+		case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+		case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+		case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+		default: return "?";
+		}
+	if (d == CONV_BWD_DATA)
+		switch ((cudnnConvolutionBwdDataAlgo_t)a) {
+		case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "ALGO_0";
+		case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "ALGO_1";
+		case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "FFT";
+		case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "FFT_TILING";
+		case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "WINOGRAD";
+		case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+		default: return "?";
+		}
+	switch ((cudnnConvolutionBwdFilterAlgo_t)a) {
+	case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0: return "ALGO_0";
+	case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1: return "ALGO_1";
+	case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT: return "FFT";
+	case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3: return "ALGO_3";
+	case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD: return "WINOGRAD";
+	case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+	case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING: return "FFT_TILING";
+	default: return "?";
+	}
+}
+
+static void descs_free(struct conv_descs *p)
+{
+	if (!p)
+		return;
+	if (p->x)
+		cudnnDestroyTensorDescriptor(p->x);
+	if (p->y)
+		cudnnDestroyTensorDescriptor(p->y);
+	if (p->bias)
+		cudnnDestroyTensorDescriptor(p->bias);
+	if (p->w)
+		cudnnDestroyFilterDescriptor(p->w);
+	if (p->conv)
+		cudnnDestroyConvolutionDescriptor(p->conv);
+	free(p);
+}
+
+static int descs_make(struct conv_descs *p)
 {
 	const struct conv *d = &p->d;
-	cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-	cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-	cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-	int n = 0, on, oc, oh, ow;
+	int on, oc, oh, ow;
 
 	CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
 	CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
@@ -104,58 +179,214 @@ static int plan_make(struct conv_plan *p)
 	CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, d->ph, d->pw, d->sh, d->sw, 1, 1,
 						    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
 	CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv, d->groups));
-	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
 	CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &on, &oc, &oh, &ow));
 	if (on != d->n || oc != d->oc || oh != d->oh || ow != d->ow)
 		return ap_err(AP_EFAIL, "cudnn", 0,
 			      "convolution output %dx%dx%dx%d, the operator's is %dx%dx%dx%d", on,
 			      oc, oh, ow, d->n, d->oc, d->oh, d->ow);
-	CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cuda_ctx.dnn, p->x, p->w, p->conv, p->y,
-							   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
-							   fp));
-	PICK(fp, n, p->fwd, p->fwd_ws);
-	CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-		cuda_ctx.dnn, p->w, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
-		dp));
-	PICK(dp, n, p->bwd_data, p->data_ws);
-	CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-		cuda_ctx.dnn, p->x, p->y, p->conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
-		wp));
-	PICK(wp, n, p->bwd_filter, p->filter_ws);
 	return AP_OK;
 }
 
-static struct conv_plan *plan_of(const struct kern *k)
+/* The cache entry of k's shape in the precision the command asks,
+ * its descriptors made when the shape is new (nothing searched yet). */
+static struct conv_entry *entry_of(const struct kern *k)
 {
 	struct conv d = conv_dims(k);
-	struct conv_plan *p;
+	struct conv_key key = key_of(&d);
+	struct conv_entry *e = conv_cache_find(&cache, &key);
+	struct conv_descs *p;
 
-	for (int q = 0; q < nplans; q++)
-		if (!memcmp(&plans[q].d, &d, sizeof d))
-			return &plans[q];
-	if (grow(&plans, nplans, &cap_plans, sizeof *plans, 16)) {
+	if (e)
+		return e;
+	p = (struct conv_descs *)calloc(1, sizeof *p);
+	if (!p) {
 		ap_err(AP_EFAIL, NULL, 0, "out of memory");
 		return NULL;
 	}
-	p = &plans[nplans];
-	memset(p, 0, sizeof *p);
 	p->d = d;
-	if (plan_make(p))
-		return NULL; /* its descriptors are kept until the process ends */
-	nplans++;
-	return p;
+	if (descs_make(p) || !(e = conv_cache_add(&cache, &key))) {
+		descs_free(p);
+		return NULL;
+	}
+	e->descs = p;
+	return e;
+}
+
+static cudnnStatus_t ws_size(const struct conv_descs *p, enum conv_dir dir, int algo,
+			     size_t *bytes)
+{
+	if (dir == CONV_FWD)
+		return cudnnGetConvolutionForwardWorkspaceSize(
+			cuda_ctx.dnn, p->x, p->w, p->conv, p->y, (cudnnConvolutionFwdAlgo_t)algo,
+			bytes);
+	if (dir == CONV_BWD_DATA)
+		return cudnnGetConvolutionBackwardDataWorkspaceSize(
+			cuda_ctx.dnn, p->w, p->y, p->conv, p->x,
+			(cudnnConvolutionBwdDataAlgo_t)algo, bytes);
+	return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+		cuda_ctx.dnn, p->x, p->y, p->conv, p->w, (cudnnConvolutionBwdFilterAlgo_t)algo,
+		bytes);
+}
+
+/* Find's results as candidates; the three directions' results have the
+ * same fields under different types. */
+template <typename Perf>
+static void cands_of(const Perf *r, int n, struct conv_cand *cand, cudnnMathType_t *math)
+{
+	for (int q = 0; q < n; q++) {
+		cand[q].algo = (int)r[q].algo;
+		cand[q].ok = r[q].status == CUDNN_STATUS_SUCCESS;
+		cand[q].deterministic = r[q].determinism == CUDNN_DETERMINISTIC;
+		cand[q].math = math_of(r[q].mathType);
+		cand[q].ws_bytes = r[q].memory;
+		cand[q].ms = r[q].time;
+		math[q] = r[q].mathType;
+	}
+}
+
+/* cuDNN's Find for one direction with the kernel's buffers: what it
+ * writes (y, dx) the call after the search writes again; dw, which the
+ * call adds to, is dw_scratch instead.  ws: the workspace, ws_bytes. */
+static cudnnStatus_t find(const struct conv_descs *p, enum conv_dir dir, const struct kbufs *b,
+			  void *dw_scratch, void *ws, size_t ws_bytes, struct conv_cand *cand,
+			  cudnnMathType_t *math, int *n)
+{
+	cudnnStatus_t s;
+
+	*n = 0;
+	if (dir == CONV_FWD) {
+		cudnnConvolutionFwdAlgoPerf_t r[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+
+		s = cudnnFindConvolutionForwardAlgorithmEx(
+			cuda_ctx.dnn, p->x, b->in[0], p->w, b->w, p->conv, p->y, b->out,
+			CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r, ws, ws_bytes);
+		if (s == CUDNN_STATUS_SUCCESS)
+			cands_of(r, *n, cand, math);
+	} else if (dir == CONV_BWD_DATA) {
+		cudnnConvolutionBwdDataAlgoPerf_t r[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+
+		s = cudnnFindConvolutionBackwardDataAlgorithmEx(
+			cuda_ctx.dnn, p->w, b->w, p->y, b->dout, p->conv, p->x, b->din[0],
+			CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, r, ws, ws_bytes);
+		if (s == CUDNN_STATUS_SUCCESS)
+			cands_of(r, *n, cand, math);
+	} else {
+		cudnnConvolutionBwdFilterAlgoPerf_t r[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+
+		s = cudnnFindConvolutionBackwardFilterAlgorithmEx(
+			cuda_ctx.dnn, p->x, b->in[0], p->y, b->dout, p->conv, p->w, dw_scratch,
+			CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, r, ws, ws_bytes);
+		if (s == CUDNN_STATUS_SUCCESS)
+			cands_of(r, *n, cand, math);
+	}
+	return s;
+}
+
+/* --verbose: the choice, one line */
+static void report(const struct conv_entry *e, enum conv_dir dir, const struct conv_cand *cand,
+		   int best, int n)
+{
+	FILE *f = gpu_opt_verbose();
+	char line[512];
+	int ran = 0;
+
+	if (!f)
+		return;
+	for (int q = 0; q < n; q++)
+		ran += cand[q].ok;
+	conv_line(line, sizeof line, &e->key, dir, algo_name(dir, cand[best].algo), &cand[best],
+		  ran, n);
+	fprintf(f, "%s\n", line);
+	fflush(f);
+}
+
+/* Searches direction dir of e's shape and keeps the choice.  The search
+ * runs in a buffer of its own, freed after: the scratch dw, then the
+ * largest workspace an algorithm within the limit needs (conv_ws_below();
+ * smaller ones while the device has no room for it), so a rarely chosen
+ * algorithm's large workspace is not kept for the run. */
+static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b)
+{
+	struct conv_descs *p = (struct conv_descs *)e->descs;
+	const struct conv *d = &p->d;
+	struct conv_cand cand[MAX_ALGOS];
+	cudnnMathType_t math[MAX_ALGOS];
+	size_t need[MAX_ALGOS], ws = 0, scratch = 0;
+	int nneed = 0, n = 0, best, st = AP_OK;
+	char *buf = NULL;
+	cudaError_t ce;
+	cudnnStatus_t s;
+
+	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, search_math(e->key.precision)));
+	for (int a = 0; a < nalgos[dir]; a++)
+		if (ws_size(p, dir, a, &need[nneed]) == CUDNN_STATUS_SUCCESS)
+			nneed++;
+	if (dir == CONV_BWD_FILTER) /* rounded up: the workspace after it stays aligned */
+		scratch = ((size_t)d->oc * (d->c / d->groups) * d->kh * d->kw * sizeof(float) +
+			   255) / 256 * 256;
+	ws = conv_ws_below(need, nneed, cuda_ctx.ws_limit);
+	while (scratch + ws > 0 && cudaMalloc((void **)&buf, scratch + ws) != cudaSuccess) {
+		(void)cudaGetLastError(); /* not left for the next launch's check */
+		buf = NULL;
+		if (!ws)
+			return ap_err(AP_EFAIL, "cuda", 0,
+				      "cannot allocate %zu bytes to search convolution algorithms",
+				      scratch);
+		ws = conv_ws_below(need, nneed, ws - 1);
+	}
+	/* Find is synchronous: the stream first finishes the inputs */
+	ce = cudaStreamSynchronize(cuda_ctx.stream);
+	if (ce != cudaSuccess)
+		st = ap_err(AP_EFAIL, "cuda", 0, "cudaStreamSynchronize: %s", cudaGetErrorString(ce));
+	if (!st) {
+		s = find(p, dir, b, buf, ws ? buf + scratch : NULL, ws, cand, math, &n);
+		if (s != CUDNN_STATUS_SUCCESS)
+			st = ap_err(AP_EFAIL, "cudnn", 0, "searching the %s algorithms: %s",
+				    conv_dir_name(dir), cudnnGetErrorString(s));
+	}
+	ce = buf ? cudaFree(buf) : cudaSuccess;
+	if (!st && ce != cudaSuccess)
+		st = ap_err(AP_EFAIL, "cuda", 0, "cudaFree: %s", cudaGetErrorString(ce));
+	if (st)
+		return st;
+	best = conv_pick(cand, n, ws, e->key.precision);
+	if (best < 0)
+		return ap_err(AP_EFAIL, "cudnn", 0,
+			      "no %s convolution algorithm ran in %s within a workspace of %zu "
+			      "bytes (%d tried)",
+			      conv_dir_name(dir), gpu_prec_name(e->key.precision), ws, n);
+	e->dir[dir].c = cand[best];
+	e->dir[dir].searched = 1;
+	p->math[dir] = math[best];
+	report(e, dir, cand, best, n);
+	return AP_OK;
+}
+
+/* Direction dir of e's shape ready to run: searched (the first time),
+ * its math set, its workspace in *ws. */
+static int ready(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b, void **ws)
+{
+	if (!e->dir[dir].searched && search(e, dir, b))
+		return AP_EFAIL;
+	CUDNN_CHECK(cudnnSetConvolutionMathType(((struct conv_descs *)e->descs)->conv,
+						((struct conv_descs *)e->descs)->math[dir]));
+	return cuda_workspace(e->dir[dir].c.ws_bytes, ws);
 }
 
 static int conv_fwd(const struct kern *k, struct kbufs *b)
 {
-	struct conv_plan *p = plan_of(k);
+	struct conv_entry *e = entry_of(k);
 	const float one = 1.0f, zero = 0.0f;
+	struct conv_descs *p;
 	void *ws;
 
-	if (!p || cuda_workspace(p->fwd_ws, &ws))
+	if (!e || ready(e, CONV_FWD, b, &ws))
 		return AP_EFAIL;
+	p = (struct conv_descs *)e->descs;
 	CUDNN_CHECK(cudnnConvolutionForward(cuda_ctx.dnn, &one, p->x, b->in[0], p->w, b->w,
-					    p->conv, p->fwd, ws, p->fwd_ws, &zero, p->y, b->out));
+					    p->conv,
+					    (cudnnConvolutionFwdAlgo_t)e->dir[CONV_FWD].c.algo, ws,
+					    e->dir[CONV_FWD].c.ws_bytes, &zero, p->y, b->out));
 	if (k->op->a.bias)
 		CUDNN_CHECK(cudnnAddTensor(cuda_ctx.dnn, &one, p->bias,
 					   b->w + (int64_t)p->d.oc * (p->d.c / p->d.groups) *
@@ -167,24 +398,28 @@ static int conv_fwd(const struct kern *k, struct kbufs *b)
 /* din is overwritten, dw (and the bias's) accumulated */
 static int conv_bwd(const struct kern *k, struct kbufs *b)
 {
-	struct conv_plan *p = plan_of(k);
+	struct conv_entry *e = entry_of(k);
 	const float one = 1.0f, zero = 0.0f;
+	struct conv_descs *p;
 	void *ws;
 
-	if (!p)
+	if (!e)
 		return AP_EFAIL;
+	p = (struct conv_descs *)e->descs;
 	if (b->din[0]) {
-		if (cuda_workspace(p->data_ws, &ws))
+		if (ready(e, CONV_BWD_DATA, b, &ws))
 			return AP_EFAIL;
-		CUDNN_CHECK(cudnnConvolutionBackwardData(cuda_ctx.dnn, &one, p->w, b->w, p->y,
-							 b->dout, p->conv, p->bwd_data, ws,
-							 p->data_ws, &zero, p->x, b->din[0]));
+		CUDNN_CHECK(cudnnConvolutionBackwardData(
+			cuda_ctx.dnn, &one, p->w, b->w, p->y, b->dout, p->conv,
+			(cudnnConvolutionBwdDataAlgo_t)e->dir[CONV_BWD_DATA].c.algo, ws,
+			e->dir[CONV_BWD_DATA].c.ws_bytes, &zero, p->x, b->din[0]));
 	}
-	if (cuda_workspace(p->filter_ws, &ws))
+	if (ready(e, CONV_BWD_FILTER, b, &ws))
 		return AP_EFAIL;
-	CUDNN_CHECK(cudnnConvolutionBackwardFilter(cuda_ctx.dnn, &one, p->x, b->in[0], p->y,
-						   b->dout, p->conv, p->bwd_filter, ws,
-						   p->filter_ws, &one, p->w, b->dw));
+	CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+		cuda_ctx.dnn, &one, p->x, b->in[0], p->y, b->dout, p->conv,
+		(cudnnConvolutionBwdFilterAlgo_t)e->dir[CONV_BWD_FILTER].c.algo, ws,
+		e->dir[CONV_BWD_FILTER].c.ws_bytes, &one, p->w, b->dw));
 	if (k->op->a.bias)
 		CUDNN_CHECK(cudnnConvolutionBackwardBias(
 			cuda_ctx.dnn, &one, p->y, b->dout, &one, p->bias,

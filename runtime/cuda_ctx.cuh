@@ -29,6 +29,7 @@ struct cuda_ctx {
 	cudaEvent_t t0, t1; /* the profiler's timer (cuda_timer_start/stop) */
 	void *evict;       /* what cuda_evict writes over, evict_bytes */
 	size_t evict_bytes;
+	int blas_precision; /* the precision cuBLAS's math mode is set for; -1: none */
 	char what[320];
 };
 
@@ -81,6 +82,11 @@ static inline unsigned cuda_blocks(int64_t n)
  * algorithm that needs none gets that).  AP_EFAIL with a message when
  * `bytes` is more than the limit or cannot be allocated. */
 int cuda_workspace(size_t bytes, void **ws);
+
+/* Sets cuBLAS's math mode for the precision the command asks
+ * (gpu_opts.h) where it is not set for it already: every product calls
+ * it first. */
+int cuda_blas_math(void);
 
 /* cuda_dense.cu: row-major C[m x n] = alpha op(A) op(B) + beta C, `batch`
  * times at the given strides (batch 1: one product). */

@@ -2,8 +2,9 @@
  * CUDA kernels of the dense operators, with the CPU backend's layouts
  * (cpu_dense.c): linear keeps W[out][in] then b[out], embedding its table
  * [vocab][out]; every product is a cuBLAS SGEMM (matmul's batch one
- * strided-batched call; cuda_attn.cu's projections are linear's).  cuBLAS
- * is column-major: a row-major C = A B is the column-major C^T = B^T A^T,
+ * strided-batched call; cuda_attn.cu's projections are linear's), in the
+ * math mode of the command's precision (cuda_blas_math()).  cuBLAS is
+ * column-major: a row-major C = A B is the column-major C^T = B^T A^T,
  * so every call swaps the operands.
  */
 #include "cuda_ctx.cuh"
@@ -17,6 +18,8 @@ int cuda_gemm_rm(int ta, int tb, int m, int n, int k, float alpha, const float *
 
 	if (m <= 0 || n <= 0 || batch <= 0)
 		return AP_OK;
+	if (cuda_blas_math())
+		return AP_EFAIL;
 	if (batch == 1)
 		CUBLAS_CHECK(cublasSgemm(cuda_ctx.blas, ob, oa, n, m, k, &alpha, b, ldb, a, lda,
 					 &beta, c, ldc));

@@ -7,9 +7,11 @@
  * optimizer's element-wise updates; for the profiler, a timer of CUDA
  * events, an L2 eviction and the device's name and memory.
  *
- * cuBLAS runs in its default math (no TF32) and cuDNN in FMA math, so
- * results match the CPU backend to float32 round-off, which --check and
- * the kernel tests rely on.
+ * cuBLAS's math mode follows the precision the command asks (gpu_opts.h,
+ * gpu_prec.h): in fp32, the default, its default math (no TF32), as
+ * cuDNN's convolutions run in FMA math (cuda_conv.cu), so results match
+ * the CPU backend to float32 round-off, which --check and the kernel
+ * tests rely on; in tf32, CUBLAS_TF32_TENSOR_OP_MATH.
  */
 #include "cuda_ctx.cuh"
 
@@ -18,6 +20,7 @@
 
 extern "C" {
 #include "gpu.h"
+#include "gpu_opts.h"
 #include "region.h"
 }
 
@@ -57,7 +60,9 @@ extern "C" int cuda_init(void)
 	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
 	CUBLAS_CHECK(cublasCreate(&c->blas));
 	CUBLAS_CHECK(cublasSetStream(c->blas, c->stream));
-	CUBLAS_CHECK(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH));
+	c->blas_precision = -1;
+	if (cuda_blas_math())
+		return AP_EFAIL;
 	CUDNN_CHECK(cudnnCreate(&c->dnn));
 	CUDNN_CHECK(cudnnSetStream(c->dnn, c->stream));
 	CUDA_CHECK(cudaMalloc((void **)&c->flag, sizeof *c->flag));
@@ -74,9 +79,28 @@ extern "C" int cuda_init(void)
 	return AP_OK;
 }
 
+/* the device, and the precision its products run in now */
 extern "C" const char *cuda_describe(void)
 {
-	return cuda_ctx.ready ? cuda_ctx.what : "CUDA (not initialised)";
+	static char d[sizeof cuda_ctx.what + 32];
+
+	if (!cuda_ctx.ready)
+		return "CUDA (not initialised)";
+	snprintf(d, sizeof d, "%s, %s", cuda_ctx.what, gpu_prec_name(gpu_opt_prec()));
+	return d;
+}
+
+int cuda_blas_math(void)
+{
+	enum gpu_prec p = gpu_opt_prec();
+
+	if ((int)p == cuda_ctx.blas_precision)
+		return AP_OK;
+	CUBLAS_CHECK(cublasSetMathMode(cuda_ctx.blas, gpu_prec_math(p).blas_tf32
+							      ? CUBLAS_TF32_TENSOR_OP_MATH
+							      : CUBLAS_DEFAULT_MATH));
+	cuda_ctx.blas_precision = (int)p;
+	return AP_OK;
 }
 
 extern "C" int cuda_properties(int dev, char *name, size_t len, long long *mem_bytes)
