@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "util/err.h"
 #include "gpu.h"
+#include "gpu_opts.h"
 #include "model/model_io.h"
 #include "params.h"
 #include "region.h"
@@ -22,6 +23,10 @@
 
 #define TOL 1e-4
 #define EPS 1e-4
+
+/* what compare() accepts: float32 round-off, unless a test of another
+ * precision loosens it */
+static double tol = TOL, eps = EPS;
 
 static char why[256];
 
@@ -78,7 +83,7 @@ static void compare(const char *what, const char *op, const float *cpu, const fl
 	assert_non_null(g);
 	assert_int_equal(backend_cuda.download(g, gpu_dev, (size_t)n * sizeof *g), 0);
 	for (int64_t e = 0; e < n; e++)
-		if (!(fabs((double)g[e] - cpu[e]) <= TOL + fabs((double)cpu[e]) * EPS)) {
+		if (!(fabs((double)g[e] - cpu[e]) <= tol + fabs((double)cpu[e]) * eps)) {
 			print_error("%s of '%s' element %lld: cpu %.8g, cuda %.8g\n", what, op,
 				    (long long)e, (double)cpu[e], (double)g[e]);
 			free(g);
@@ -481,6 +486,64 @@ static void test_memory_and_optimizer(void **state)
 	backend_cuda.release(dg), backend_cuda.release(dc);
 }
 
+/* The lines --verbose has written to f so far. */
+static int lines_of(FILE *f, char *text, size_t len)
+{
+	size_t n;
+	int lines = 0;
+
+	fflush(f);
+	rewind(f);
+	n = fread(text, 1, len - 1, f);
+	text[n] = 0;
+	for (size_t q = 0; q < n; q++)
+		lines += text[q] == '\n';
+	fseek(f, 0, SEEK_END);
+	return lines;
+}
+
+/* One convolution shape (out=12: none of test_conv's) in fp32, then in
+ * tf32 (gpu_opts.h): each precision's first call searches the three
+ * directions (a --verbose line each), its second finds them in the cache
+ * (no line); tf32 agrees with the CPU within TF32's round-off (10 bits of
+ * mantissa: 2^-11 relative per input, summed over 54 to 300 products
+ * here).  A linear layer in tf32 as well: cuBLAS's math mode follows. */
+static void test_conv_precision(void **state)
+{
+	FILE *f = tmpfile();
+	char conv[256], linear[256], text[4096];
+
+	(void)state;
+	NEED_GPU();
+	assert_non_null(f);
+	snprintf(conv, sizeof conv,
+		 HEAD "input x c=6 h=10 w=10\nconv2d y x out=12 k=3 stride=1 pad=1 bias=1\n", 3);
+	snprintf(linear, sizeof linear, HEAD "input x l=7 c=96\nlinear y x out=80 bias=1\n", 3);
+	gpu_opts_set(GPU_FP32, f);
+	same(conv);
+	assert_int_equal(lines_of(f, text, sizeof text), 3);
+	assert_non_null(strstr(text, "conv n=3 c=6 h=10 w=10 k=12 r=3 s=3 stride=1x1 pad=1x1 "
+				     "dilation=1x1 groups=1 fp32, forward: "));
+	assert_non_null(strstr(text, " fp32, backward data: "));
+	assert_non_null(strstr(text, " fp32, backward filter: "));
+	/* fp32 runs FMA kernels only */
+	assert_null(strstr(text, "(tf32"));
+	same(conv);
+	assert_int_equal(lines_of(f, text, sizeof text), 3);
+	gpu_opts_set(GPU_TF32, f);
+	tol = 5e-2, eps = 1e-2;
+	same(conv);
+	assert_int_equal(lines_of(f, text, sizeof text), 6);
+	assert_non_null(strstr(text, " tf32, forward: "));
+	assert_non_null(strstr(text, " tf32, backward filter: "));
+	same(conv);
+	assert_int_equal(lines_of(f, text, sizeof text), 6);
+	same(linear);
+	tol = TOL, eps = EPS;
+	gpu_opts_set(GPU_FP32, NULL);
+	fclose(f);
+}
+
 /* A bad label is an error, not a wrong number. */
 static void test_bad_label(void **state)
 {
@@ -512,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_attention_shapes),
 		cmocka_unit_test(test_bad_label),
+		cmocka_unit_test(test_conv_precision),
 	};
 
 	if (!have_gpu())
