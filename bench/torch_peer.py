@@ -1,7 +1,9 @@
 """PyTorch eager's training step for the zoo models that mirror torchvision
-and HuggingFace transformers (resnet50, vgg16, gpt2): float32 with TF32 off,
-SGD with momentum 0.9 (as `autopar run`), random inputs and labels.  Prints
-one CSV row: model,batch,device,median_ms,samples_per_s; --times-csv FILE
+and HuggingFace transformers (resnet50, vgg16, gpt2): float32, with TF32 off
+(--precision fp32, the default) or on for matmuls and cuDNN (--precision
+tf32), as `autopar run --precision` runs; SGD with momentum 0.9 (as
+`autopar run`), random inputs and labels.  Prints one CSV row:
+model,batch,device,median_ms,samples_per_s,precision; --times-csv FILE
 also writes every timed step's time as `autopar run --times-csv` does
 (step,iter_ms; steps numbered from the first warm-up step), which
 bench/torch-peer pools over its rounds.  Used by bench/torch-peer; needs
@@ -38,9 +40,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--times-csv", default=None)
+    ap.add_argument("--precision", choices=("fp32", "tf32"), default="fp32")
     a = ap.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    tf32 = a.precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(1)
     dev = torch.device(a.device)
@@ -77,7 +81,7 @@ def main():
                 f.write("%d,%r\n" % (a.warmup + i, ms))
     med = statistics.median(times)
     name = torch.cuda.get_device_name(dev) if cuda else "cpu"
-    print(f"{a.model},{a.batch},{name},{med:.4f},{a.batch * 1e3 / med:.2f}")
+    print(f"{a.model},{a.batch},{name},{med:.4f},{a.batch * 1e3 / med:.2f},{a.precision}")
 
 
 if __name__ == "__main__":
