@@ -57,7 +57,6 @@ endif
 # launch, and PTX of the last, which the driver compiles for GPUs newer
 # than all of them (docs/gpu.md, "Build").  By default A100 (80) and
 # H100/H200 (90); CUDA_ARCH=N, the older setting, is CUDA_ARCHS=N.
-CUDA_ARCH ?=
 CUDA_ARCHS ?= $(or $(CUDA_ARCH),80 90)
 LIBDIR   := $(PREFIX)/lib/autopar
 NVFLAGS  := -O2 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \

@@ -707,7 +707,7 @@ const struct command cmd_run = {
 		 "  --precision P       cuda: fp32 (default; float32 products, as the cpu\n"
 		 "                      backend) or tf32 (tensor cores on TF32 inputs,\n"
 		 "                      as PyTorch's allow_tf32; --check then needs a\n"
-		 "                      looser --tolerance, such as 1e-2); cpu: fp32 only\n"
+		 "                      looser --tolerance, such as 1e-3); cpu: fp32 only\n"
 		 "  --verbose           cuda: one line per convolution shape and direction\n"
 		 "                      with the algorithm cuDNN's search chose, its time\n"
 		 "                      and workspace\n"
