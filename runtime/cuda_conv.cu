@@ -304,7 +304,9 @@ static void report(const struct conv_entry *e, enum conv_dir dir, const struct c
  * runs in a buffer of its own, freed after: the scratch dw, then the
  * largest workspace an algorithm within the limit needs (conv_ws_below();
  * smaller ones while the device has no room for it), so a rarely chosen
- * algorithm's large workspace is not kept for the run. */
+ * algorithm's large workspace is not kept for the run.  The buffer is
+ * the stream's (cudaMallocAsync): cudaFree would wait for the whole
+ * device, a transfer another rank has yet to match included. */
 static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b)
 {
 	struct conv_descs *p = (struct conv_descs *)e->descs;
@@ -325,7 +327,8 @@ static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b
 		scratch = ((size_t)d->oc * (d->c / d->groups) * d->kh * d->kw * sizeof(float) +
 			   255) / 256 * 256;
 	ws = conv_ws_below(need, nneed, cuda_ctx.ws_limit);
-	while (scratch + ws > 0 && cudaMalloc((void **)&buf, scratch + ws) != cudaSuccess) {
+	while (scratch + ws > 0 &&
+	       cudaMallocAsync((void **)&buf, scratch + ws, cuda_ctx.stream) != cudaSuccess) {
 		(void)cudaGetLastError(); /* not left for the next launch's check */
 		buf = NULL;
 		if (!ws)
@@ -344,9 +347,14 @@ static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b
 			st = ap_err(AP_EFAIL, "cudnn", 0, "searching the %s algorithms: %s",
 				    conv_dir_name(dir), cudnnGetErrorString(s));
 	}
-	ce = buf ? cudaFree(buf) : cudaSuccess;
+	/* the stream's sync hands the buffer back to the device (the pool
+	 * keeps nothing above its threshold, 0), so cudaMalloc has it */
+	ce = buf ? cudaFreeAsync(buf, cuda_ctx.stream) : cudaSuccess;
+	if (ce == cudaSuccess)
+		ce = cudaStreamSynchronize(cuda_ctx.stream);
 	if (!st && ce != cudaSuccess)
-		st = ap_err(AP_EFAIL, "cuda", 0, "cudaFree: %s", cudaGetErrorString(ce));
+		st = ap_err(AP_EFAIL, "cuda", 0, "freeing the search's buffer: %s",
+			    cudaGetErrorString(ce));
 	if (st)
 		return st;
 	best = conv_pick(cand, n, ws, e->key.precision);
