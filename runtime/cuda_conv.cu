@@ -374,10 +374,11 @@ static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b
  * its math set, its workspace in *ws. */
 static int ready(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b, void **ws)
 {
+	const struct conv_descs *p = (const struct conv_descs *)e->descs;
+
 	if (!e->dir[dir].searched && search(e, dir, b))
 		return AP_EFAIL;
-	CUDNN_CHECK(cudnnSetConvolutionMathType(((struct conv_descs *)e->descs)->conv,
-						((struct conv_descs *)e->descs)->math[dir]));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->math[dir]));
 	return cuda_workspace(e->dir[dir].c.ws_bytes, ws);
 }
 
