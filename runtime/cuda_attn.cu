@@ -155,6 +155,8 @@ static int gemm_pairs(int ta, int tb, int m, int n, int k, float alpha, float *c
 
 	if (m <= 0 || n <= 0 || batch <= 0)
 		return AP_OK;
+	if (cuda_blas_math())
+		return AP_EFAIL; /* the run's precision, as every product has */
 	CUBLAS_CHECK(cublasSgemmBatched(cuda_ctx.blas, ob, oa, n, m, k, &alpha,
 					(const float *const *)b, ldb, (const float *const *)a, lda,
 					&beta, c, ldc, batch));
