@@ -100,6 +100,8 @@ int cuda_project(const float *x, int rows, int cin, int cout, const float *w,
 		 const float *bias, float *y);
 int cuda_project_bwd(const float *x, int rows, int cin, int cout, const float *w,
 		     const float *dy, float *dw, float *dbias, float *dx, float dx_beta);
+/* db[j] += the sum over rows of m[r][j] (m row-major rows x cols). */
+int cuda_colsum_add(float *db, const float *m, int64_t rows, int64_t cols);
 
 /* cuda_norm.cu: softmax over each of `rows` rows of `size` contiguous
  * floats (p == x: in place).  period > 0 masks: row r takes part in its

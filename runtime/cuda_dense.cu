@@ -10,6 +10,8 @@
 #include "cuda_ctx.cuh"
 #include "kern_dims.h"
 
+#include <limits.h>
+
 int cuda_gemm_rm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
 		 long long sa, const float *b, int ldb, long long sb, float beta, float *c,
 		 int ldc, long long sc, int batch)
@@ -46,16 +48,52 @@ static __global__ void rows_kernel(float *y, const float *bias, int64_t rows, in
 		y[i] = bias[i % cout];
 }
 
-/* db[j] += sum over rows of dy[r][j] */
-static __global__ void colsum_kernel(float *db, const float *dy, int64_t rows, int64_t cout)
+/* A vector of at least n ones on the device, kept for the process:
+ * grown by doubling in stream order (cudaMallocAsync/cudaFreeAsync), so
+ * growing waits for nothing another stream runs. */
+static int ones(int64_t n, const float **out)
 {
-	GRID_STRIDE(j, cout) {
-		double s = 0;
+	static float *v;
+	static int64_t len;
 
-		for (int64_t r = 0; r < rows; r++)
-			s += dy[r * cout + j];
-		db[j] += (float)s;
+	if (n > len) {
+		int64_t m = len ? len : 4096;
+		float *p;
+
+		while (m < n)
+			m *= 2;
+		CUDA_CHECK(cudaMallocAsync((void **)&p, (size_t)m * sizeof(float), cuda_ctx.stream));
+		if (cuda_fill(p, m, 1.0f)) {
+			cudaFreeAsync(p, cuda_ctx.stream);
+			return AP_EFAIL;
+		}
+		if (v)
+			CUDA_CHECK(cudaFreeAsync(v, cuda_ctx.stream));
+		v = p;
+		len = m;
 	}
+	*out = v;
+	return AP_OK;
+}
+
+/* db[j] += sum over rows of m[r][j], as one GEMV against a vector of ones:
+ * the rows are read once by the whole device (one thread a column walking
+ * every row, as before, left all but a few SMs idle). */
+int cuda_colsum_add(float *db, const float *m, int64_t rows, int64_t cols)
+{
+	const float one = 1.0f, *x = NULL;
+
+	if (rows <= 0 || cols <= 0)
+		return AP_OK;
+	if (rows > INT_MAX || cols > INT_MAX)
+		return ap_err(AP_EFAIL, "cuda", 0, "column sum of %lld x %lld: too large for cuBLAS",
+			      (long long)rows, (long long)cols);
+	if (ones(rows, &x) || cuda_blas_math())
+		return AP_EFAIL;
+	/* row-major m is the column-major cols x rows matrix, ld cols */
+	CUBLAS_CHECK(cublasSgemv(cuda_ctx.blas, CUBLAS_OP_N, (int)cols, (int)rows, &one, m,
+				 (int)cols, x, 1, &one, db, 1));
+	return AP_OK;
 }
 
 int cuda_project(const float *x, int rows, int cin, int cout, const float *w,
@@ -78,12 +116,7 @@ int cuda_project_bwd(const float *x, int rows, int cin, int cout, const float *w
 		return AP_EFAIL;
 	if (cuda_gemm_rm(1, 0, cout, cin, rows, 1.0f, dy, cout, 0, x, cin, 0, 1.0f, dw, cin, 0, 1))
 		return AP_EFAIL;
-	if (dbias && cout > 0) {
-		colsum_kernel<<<cuda_blocks(cout), CUDA_THREADS, 0, cuda_ctx.stream>>>(dbias, dy, rows,
-										      cout);
-		LAUNCH_CHECK();
-	}
-	return AP_OK;
+	return dbias ? cuda_colsum_add(dbias, dy, rows, cout) : AP_OK;
 }
 
 static int linear_fwd(const struct kern *k, struct kbufs *b)

@@ -322,6 +322,12 @@ static void test_dense(void **state)
 			 irand(2, 20), o);
 		same(m);
 	}
+	/* the bias gradient's column sum over more rows than its vector of
+	 * ones holds at first (4096), then more than twice that: it grows */
+	snprintf(m, sizeof m, HEAD "input x l=2000 c=8\nlinear y x out=5\n", 3);
+	same(m);
+	snprintf(m, sizeof m, HEAD "input x l=4100 c=3\nlinear y x out=33\n", 4);
+	same(m);
 }
 
 static void test_elementwise(void **state)
