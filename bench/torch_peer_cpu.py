@@ -88,6 +88,10 @@ def parse_model(path):
             name = tok[1]
         elif tok[0] == "batch":
             batch = int(tok[1])
+        elif tok[0] == "init":
+            # autopar's scheme of initial weights: compare loads those
+            # weights, and time compares step times only
+            pass
         elif tok[0] == "repeat":
             body = []
             while text[i] != "end":

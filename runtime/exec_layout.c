@@ -394,9 +394,11 @@ static int params_setup(struct exec *e, struct rshard *s)
 	full = calloc((size_t)op->params, sizeof *full);
 	slice = calloc((size_t)s->nparams, sizeof *slice);
 	if (full && slice) {
-		params_init(e->g, i, e->o.seed, full);
-		exec_param_slice(e, i, k, full, slice, 0);
-		st = exec_update_setup(e, s, slice);
+		st = params_init(e->g, i, e->o.seed, full);
+		if (!st) {
+			exec_param_slice(e, i, k, full, slice, 0);
+			st = exec_update_setup(e, s, slice);
+		}
 	} else {
 		st = ap_err(AP_EFAIL, NULL, 0, "out of memory");
 	}

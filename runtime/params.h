@@ -18,11 +18,18 @@
 
 /* Floats of the slice of op's parameters for cn output channels. */
 int64_t params_count(const struct graph *g, int i, int64_t cn);
-/* The whole parameter tensor of op i, initialised from seed (PyTorch's
- * default scales: uniform in +-1/sqrt(fan_in) for weights and biases,
- * N(0, 1)-like tables for embeddings, ones and zeros for layernorm's and
- * batchnorm's scale and shift). */
-void params_init(const struct graph *g, int i, uint64_t seed, float *full);
+/* The whole parameter tensor of op i, initialised from seed by the
+ * model's scheme (graph.h's enum param_init, the model file's `init`
+ * line, models/FORMAT.md).  Layernorm's and batchnorm's scales start at
+ * one and their shifts at zero in both.  `torch`: PyTorch's default
+ * scales, uniform in +-1/sqrt(fan_in) for weights and biases, N(0, 1)-like
+ * tables for embeddings.  `gpt2`: the weights of linear, conv2d,
+ * attention and embedding from N(0, std^2) (std 0.02 unless the line
+ * gives one), those of the projections that write into the residual
+ * stream (attention's output projection, an MLP's second linear) with
+ * std / sqrt(2 x layers), biases zero; lstm keeps PyTorch's defaults.
+ * AP_EFAIL only when out of memory. */
+int params_init(const struct graph *g, int i, uint64_t seed, float *full);
 /* Copies between the whole tensor and the slice of channels
  * [c_lo, c_lo + cn): to_full 0 extracts the slice, 1 writes it back. */
 void params_slice(const struct graph *g, int i, int64_t c_lo, int64_t cn, float *full,

@@ -187,9 +187,14 @@ int profiler_measure(const struct backend *be, const struct graph *g, int i,
 			free(w);
 			goto oom;
 		}
-		params_init(g, tied ? op->a.tie : i, 1, full);
-		params_slice(g, i, 0, cn, full, w, 0);
+		st = params_init(g, tied ? op->a.tie : i, 1, full);
+		if (!st)
+			params_slice(g, i, 0, cn, full, w, 0);
 		free(full);
+		if (st) {
+			free(w);
+			goto out;
+		}
 		if (!(b.w = bufs[nb++] = upload_free(be, w, k.nparams)) ||
 		    !(b.dw = bufs[nb++] = be->alloc((size_t)k.nparams * sizeof(float))))
 			goto oom;

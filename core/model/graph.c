@@ -32,6 +32,21 @@ int dim_parse(const char *s, enum dim_kind *out)
 	return -1;
 }
 
+static const char *const init_names[NPARAM_INITS] = { "torch", "gpt2" };
+
+const char *param_init_name(enum param_init s)
+{
+	return (unsigned)s < NPARAM_INITS ? init_names[s] : "?";
+}
+
+int param_init_parse(const char *s)
+{
+	for (int k = 0; k < NPARAM_INITS; k++)
+		if (strcmp(s, init_names[k]) == 0)
+			return k;
+	return -1;
+}
+
 void op_init(struct op *op)
 {
 	memset(op, 0, sizeof *op);

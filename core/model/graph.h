@@ -118,10 +118,24 @@ struct op {
 	unsigned split_mask;  /* bit d set: output dim kind d may be split */
 };
 
+/* How the runtime starts a model's parameters (the model file's `init`
+ * line, models/FORMAT.md; runtime/params.h). */
+enum param_init {
+	INIT_TORCH, /* PyTorch's defaults for each layer (no `init` line) */
+	INIT_GPT2,  /* GPT-2's: N(0, std^2), the residual projections scaled */
+	NPARAM_INITS
+};
+
+const char *param_init_name(enum param_init s);
+/* The scheme named s, or -1. */
+int param_init_parse(const char *s);
+
 struct graph {
 	char name[NAME_LEN];
 	char *path;           /* where it was read from, for messages */
 	int64_t batch;
+	enum param_init init;
+	double init_std;      /* gpt2's std= (0: GPT-2's own, 0.02) */
 	int nops, cap;
 	struct op *ops;
 	/* graph_find()'s index: open addressing on the names, slot = op

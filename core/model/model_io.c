@@ -70,6 +70,7 @@ struct reader {
 	int line;
 	struct graph *g;
 	int block_in;  /* @in: last op before the block, or of the last iteration */
+	int seen_init; /* an `init` line was read */
 };
 
 static int parse_i64(const char *s, int64_t *v)
@@ -477,6 +478,25 @@ static int read_line(struct reader *r, char *s, int block, int iter, int *seen_b
 		snprintf(r->g->name, sizeof r->g->name, "%s", tok[1]);
 		return 0;
 	}
+	if (strcmp(tok[0], "init") == 0) {
+		int k = ntok >= 2 ? param_init_parse(tok[1]) : -1;
+		double std = 0;
+
+		if (k < 0 || ntok > 3 || (ntok == 3 && k != INIT_GPT2))
+			return bad(r, "expected 'init torch' or 'init gpt2 [std=X]'%s%s", "", "");
+		if (ntok == 3 && (strncmp(tok[2], "std=", 4) || parse_double(tok[2] + 4, &std) ||
+				  !(std > 0 && std <= 1)))
+			return bad(r, "init '%s': expected std=X with X in (0, 1]%s", tok[2], "");
+		if (!r->g->name[0] || r->g->nops)
+			return bad(r, "'init' must come after 'model NAME' and before the first operator%s%s",
+				   "", "");
+		if (r->seen_init)
+			return bad(r, "'init' given twice%s%s", "", "");
+		r->g->init = (enum param_init)k;
+		r->g->init_std = std;
+		r->seen_init = 1;
+		return 0;
+	}
 	if (strcmp(tok[0], "batch") == 0) {
 		if (ntok != 2 || parse_i64(tok[1], &v) || v <= 0)
 			return bad(r, "expected 'batch N' with N a positive integer%s%s", "", "");
@@ -793,6 +813,12 @@ static void write_attrs(FILE *f, const struct graph *g, const struct op *op)
 int model_write(const struct graph *g, FILE *f)
 {
 	fprintf(f, "model %s\nbatch %lld\n", g->name, (long long)g->batch);
+	if (g->init != INIT_TORCH) {
+		fprintf(f, "init %s", param_init_name(g->init));
+		if (g->init_std > 0)
+			fprintf(f, " std=%.17g", g->init_std);
+		fputc('\n', f);
+	}
 	for (int i = 0; i < g->nops; i++) {
 		const struct op *op = &g->ops[i];
 
