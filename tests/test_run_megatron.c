@@ -100,15 +100,17 @@ static void plan_variant(const char *model, const char *from, int zero, int sgd,
 	rt_plan_close(&g, &p, to);
 }
 
-/* --check of path over 3 steps with the options args: within 1e-5 of
- * one device; the difference into *d. */
-static void check_run(const char *path, const char *args, const char *what, double *d)
+/* --check of path over 3 steps with the options args: within tol of one
+ * device; the difference into *d. */
+static void check_run(const char *path, const char *args, double tol, const char *what,
+		      double *d)
 {
 	char out[16384];
-	int st = rt_run(out, sizeof out, "run '%s' --check --steps 2 --warmup 1 %s", path, args);
+	int st = rt_run(out, sizeof out, "run '%s' --check --steps 2 --warmup 1 --tolerance %g %s",
+			path, tol, args);
 
 	*d = rt_check_diff(out);
-	if (st != 0 || *d < 0 || *d >= 1e-5) {
+	if (st != 0 || *d < 0 || *d >= tol) {
 		print_error("%s: exit %d, difference %g:\n%s\n", what, st, *d, out);
 		fail();
 	}
@@ -117,11 +119,15 @@ static void check_run(const char *path, const char *args, const char *what, doub
 /* Plan `name` (of model) checked as made, with Adam, and with SGD.
  * Adam divides each gradient by its own size, so the round-off of a
  * gradient small against the others' changes its step relatively: at
- * Adam's default rate of 1e-3 gpt_tiny stays within 7e-6 of one device,
- * at 1e-4 within 1e-6, where a step applied wrongly (a part ZeRO missed,
- * a moment of the wrong weight) moves a weight by about 1e-4, 10 times
- * the tolerance.  SGD at its default rate checks the gradients to
- * round-off (about 2e-7). */
+ * 1e-4 gpt_tiny, initialised as GPT-2 (weights of 0.02, the largest of a
+ * tensor, which a difference is relative to, about 0.08), stays within
+ * 9e-5 of one device (gpt_tiny4, with PyTorch's larger defaults, within
+ * 1e-6), where a step applied wrongly (a part ZeRO missed, a moment of
+ * the wrong weight) moves a weight by about 1e-4, above 1e-3 of the
+ * largest, 5 times the tolerance.  SGD at its default rate checks the
+ * gradients to round-off (about 1e-7). */
+#define ADAM_TOL 2e-4
+
 static void check_both(const char *model, const char *name, const char *path, int zero)
 {
 	char plan[1024], sgd[1024], what[256];
@@ -132,9 +138,9 @@ static void check_both(const char *model, const char *name, const char *path, in
 	plan_variant(model, path, zero, 0, plan);
 	plan_variant(model, path, zero, 1, sgd);
 	snprintf(what, sizeof what, "%s with adam", name);
-	check_run(plan, "--lr 1e-4", what, &d);
+	check_run(plan, "--lr 1e-4", ADAM_TOL, what, &d);
 	snprintf(what, sizeof what, "%s with sgd", name);
-	check_run(sgd, "", what, &d);
+	check_run(sgd, "", 1e-5, what, &d);
 	assert_true(d < 1e-6);
 }
 
@@ -190,7 +196,7 @@ static void test_zero(void **state)
 	check_both("gpt_tiny", "tp2-pp2-dp2", path, 1);
 	/* the staged transport's reduce-scatter and all-gather */
 	snprintf(z, sizeof z, "%s/tp2-pp2-dp2-z.json", tmp_dir());
-	check_run(z, "--lr 1e-4 --transport staged", "t2 p2 d2 zero-1, staged", &d);
+	check_run(z, "--lr 1e-4 --transport staged", ADAM_TOL, "t2 p2 d2 zero-1, staged", &d);
 }
 
 /* (d) zero bubble H1 on p = 2: B and W passes apart, also with full
