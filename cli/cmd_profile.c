@@ -6,8 +6,11 @@
  * execute with that backend (runtime/profiler.h), and fills the splits it
  * cannot execute with roofline rows; --analytic writes roofline rows from
  * the device's datasheet specs only, so planners can run before any
- * measurement.  An existing profile in the directory is extended: measured
- * rows are measured again, other rows already there are kept.  --comm
+ * measurement.  An existing profile in the directory is extended: its
+ * rows and its device row are kept, and only the shards it has no
+ * measured row of are measured, so adding a model costs that model's new
+ * shards only; --remeasure measures every shard of the models and the
+ * device row again.  --comm
  * writes comm.csv instead: NCCL all-reduce and send/recv bandwidth over
  * message sizes on this machine's GPUs (runtime/comm_bench.h).
  */
@@ -45,7 +48,7 @@
 static const char usage[] =
 	"usage: autopar profile [--analytic] -d DEVICE -m MODEL [-m MODEL ...]\n"
 	"                       [-b BATCH] [--max-degree N] [--precision fp32|tf32]\n"
-	"                       [--verbose] -o DIR\n"
+	"                       [--verbose] [--remeasure] -o DIR\n"
 	"       autopar profile --comm [--gpus N] [--max-bytes B] -o DIR\n"
 	"\n"
 	"Writes a profile directory DIR (ops.csv, device.csv) for DEVICE, a row of\n"
@@ -57,8 +60,13 @@ static const char usage[] =
 	"core (float32 GEMM rate, copy bandwidth, the cost of a tiny call); the\n"
 	"other shards, and every shard with --analytic, get a roofline estimate\n"
 	"from the device's specs.\n"
-	"A profile already in DIR is extended: its measured rows are measured\n"
-	"again, its other rows kept, and its device must be DEVICE.\n"
+	"A profile already in DIR is extended, and its device must be DEVICE:\n"
+	"its rows are kept as they are and only the shards it has no measured\n"
+	"row of are measured (a measurement replaces an analytic row); its device\n"
+	"row is kept too (with --analytic, profiles/devices.csv's is taken).\n"
+	"--remeasure measures every shard of the models, and the device row,\n"
+	"again.  The closing lines say how many rows were measured, kept and\n"
+	"new, and whether the device row was kept.\n"
 	"\n"
 	"DEVICE cuda or cuda:N measures GPU N (default 0) with the CUDA backend:\n"
 	"the device row is measured as well (float32 GEMM rate, copy bandwidth,\n"
@@ -79,6 +87,7 @@ static const char usage[] =
 	"                      profile belongs in a directory of its own)\n"
 	"  --verbose           cuda: one line per convolution shape and direction\n"
 	"                      with the algorithm cuDNN's search chose\n"
+	"  --remeasure         measure every shard and the device row again\n"
 	"  -o, --output DIR    the profile directory, created if missing\n"
 	"  --comm              measure NCCL bandwidth into DIR/comm.csv\n"
 	"  --gpus N            GPUs of --comm (default: all)\n"
@@ -99,16 +108,18 @@ static int same_spec(const struct device_spec *a, const struct device_spec *b)
 	return a->mem_bytes == b->mem_bytes;
 }
 
-/* Loads DIR's profile when there is one, else starts an empty one. */
-static int open_profile(const char *dir, const struct device_spec *dev,
-			struct profile *p)
+/* Loads DIR's profile when there is one (*existing 1), else starts an
+ * empty one for dev. */
+static int open_profile(const char *dir, const struct device_spec *dev, struct profile *p,
+			int *existing)
 {
 	char path[PATH_MAX];
 	struct stat sb;
-	int rc, dropped;
+	int rc;
 
 	snprintf(path, sizeof path, "%s/ops.csv", dir);
-	if (stat(path, &sb) != 0) {
+	*existing = stat(path, &sb) == 0;
+	if (!*existing) {
 		profile_init(p);
 		p->dev = *dev;
 		return AP_OK;
@@ -121,28 +132,41 @@ static int open_profile(const char *dir, const struct device_spec *dev,
 			    "profile is for device '%s', not '%s' (expected a new directory)",
 			    p->dev.name, dev->name);
 		profile_release(p);
-		return rc;
 	}
+	return rc;
+}
+
+/* Makes dev the profile's device row. */
+static void set_device(const char *dir, struct profile *p, const struct device_spec *dev)
+{
+	int dropped;
+
 	if (!same_spec(&p->dev, dev)) {
 		/* analytic rows follow from the specs: recompute them all */
 		dropped = profile_drop_analytic(p);
-		fprintf(stderr, "%s: specs of '%s' differ from the profile's; recomputing %d analytic rows\n",
-			dir, dev->name, dropped);
+		if (dropped)
+			fprintf(stderr, "%s: specs of '%s' differ from the profile's; recomputing %d analytic rows\n",
+				dir, dev->name, dropped);
 	}
 	p->dev = *dev;
-	return AP_OK;
 }
 
 struct measure_ctx {
 	const struct backend *be;
 	struct profile *p;
+	struct profile done; /* the signatures measured by this command */
 	const struct graph *g;
-	int i, n;
+	int i, remeasure;
+	int measured, replaced; /* rows measured; of them, rows p had */
 };
 
+/* A shard's row is measured unless p has a measured one (and it is not
+ * --remeasure), or this command measured it already: the layers of a
+ * transformer share their signatures. */
 static int measure_row(const int degree[NDIMS], void *ctx)
 {
 	struct measure_ctx *c = ctx;
+	const struct prof_row *row;
 	char sig[1024];
 	double fwd, bwd;
 	int64_t ws;
@@ -153,25 +177,30 @@ static int measure_row(const int degree[NDIMS], void *ctx)
 	    (c->g->ops[c->i].kind != OP_INPUT && !c->be->ops[c->g->ops[c->i].kind]))
 		return AP_OK;
 	rc = graph_op_signature(c->g, c->i, degree, sig, sizeof sig);
-	if (!rc)
-		rc = profiler_measure(c->be, c->g, c->i, degree, &fwd, &bwd, &ws);
+	if (rc || profile_find(&c->done, sig))
+		return rc;
+	row = profile_find(c->p, sig);
+	if (row && !row->analytic && !c->remeasure)
+		return AP_OK;
+	c->replaced += row != NULL;
+	rc = profiler_measure(c->be, c->g, c->i, degree, &fwd, &bwd, &ws);
 	if (!rc)
 		rc = profile_put(c->p, sig, fwd, bwd, ws, 0);
-	c->n += !rc;
+	if (!rc)
+		rc = profile_put(&c->done, sig, fwd, bwd, ws, 0);
+	c->measured += !rc;
 	return rc;
 }
 
 /* Measured rows for every shard of g the backend can run. */
-static int measure_model(const struct backend *be, struct profile *p,
-			 const struct graph *g, int max_degree, int *n)
+static int measure_model(struct measure_ctx *c, const struct graph *g, int max_degree)
 {
-	struct measure_ctx c = { .be = be, .p = p, .g = g };
-	int rc = be->init();
+	int rc = c->be->init();
 
-	for (c.i = 0; c.i < g->nops && !rc; c.i++)
-		if (!g->ops[c.i].m.valid && !g->ops[c.i].imported)
-			rc = for_each_degree(&g->ops[c.i], max_degree, measure_row, &c);
-	*n += c.n;
+	c->g = g;
+	for (c->i = 0; c->i < g->nops && !rc; c->i++)
+		if (!g->ops[c->i].m.valid && !g->ops[c->i].imported)
+			rc = for_each_degree(&g->ops[c->i], max_degree, measure_row, c);
 	return rc;
 }
 
@@ -188,9 +217,10 @@ static int cuda_device(const char *device, int *dev)
 	return device[4] != ':' || (*end == '\0' && end != device + 5 && *dev >= 0) ? 1 : -1;
 }
 
-/* GPU dev's row of devices.csv, measured with the CUDA backend: named
- * after the GPU (lowercase, '-' for what a name may not hold) */
-static int measure_gpu(int dev, struct device_spec *d)
+/* GPU dev's row of devices.csv, but for the rates measure_device()
+ * measures: named after the GPU (lowercase, '-' for what a name may not
+ * hold) */
+static int gpu_row(int dev, struct device_spec *d)
 {
 	char gpu[256];
 	long long mem = 0;
@@ -202,8 +232,6 @@ static int measure_gpu(int dev, struct device_spec *d)
 		st = backend_cuda.init();
 	if (!st)
 		st = gpu_properties(dev, gpu, sizeof gpu, &mem);
-	if (!st)
-		st = profiler_device(&backend_cuda, 4096, (int64_t)256 << 20, d);
 	if (st)
 		return st;
 	for (const char *c = gpu; *c && k + 1 < sizeof d->name; c++) {
@@ -224,12 +252,15 @@ static int measure_gpu(int dev, struct device_spec *d)
 	return AP_OK;
 }
 
-/* The CPU's row: devices.csv's, with its GEMM rate, copy bandwidth and
- * call cost measured on one core, as a rank of `autopar run` has it */
-static int measure_cpu(const struct backend *be, struct device_spec *d)
+/* The device row's rates measured with backend be: a GPU's GEMM rate,
+ * copy bandwidth and kernel cost; the CPU's on one core, as a rank of
+ * `autopar run` has it (its description says so) */
+static int measure_device(const struct backend *be, int cuda, struct device_spec *d)
 {
 	int st = be->init();
 
+	if (!st && cuda)
+		return profiler_device(be, 4096, (int64_t)256 << 20, d);
 	if (!st)
 		st = profiler_device(be, 512, (int64_t)64 << 20, d);
 	if (!st)
@@ -278,13 +309,25 @@ static int run_comm(const char *outdir, int gpus, long long max_bytes)
 	return rc;
 }
 
+/* What became of the device row, for the closing line. */
+static const char *device_fate(const struct backend *be, int existing, int remeasure)
+{
+	if (!be)
+		return "from profiles/devices.csv";
+	if (!existing)
+		return "measured";
+	return remeasure ? "measured again" : "kept from the profile (--remeasure measures it again)";
+}
+
 static int run(int argc, char **argv)
 {
 	struct device_spec dev;
 	struct profile p;
 	struct graph g;
+	struct measure_ctx c = { .p = &p };
 	char path[PATH_MAX];
-	int rc = AP_OK, before, npos, analytic = 0, measured = 0, comm = 0, cuda, gpu;
+	int rc = AP_OK, before, npos, analytic = 0, comm = 0, remeasure = 0, existing = 0;
+	int cuda, gpu;
 	const struct backend *be = NULL;
 	long long batch = 0, max_degree = 8, gpus = 0, max_bytes = (long long)256 << 20;
 	const char *device = NULL, *outdir = NULL, *prec_s = "fp32";
@@ -297,6 +340,7 @@ static int run(int argc, char **argv)
 		{ "-m", "--model", OPT_LIST, &models },
 		{ "-b", "--batch", OPT_POS_INT, &batch },
 		{ NULL, "--max-degree", OPT_POS_INT, &max_degree },
+		{ NULL, "--remeasure", OPT_FLAG, &remeasure },
 		{ "-o", "--output", OPT_STR, &outdir },
 		{ NULL, "--comm", OPT_FLAG, &comm },
 		{ NULL, "--gpus", OPT_POS_INT, &gpus },
@@ -307,6 +351,7 @@ static int run(int argc, char **argv)
 	};
 
 	profile_init(&p);
+	profile_init(&c.done);
 	graph_init(&g);
 	if (!models.v) {
 		rc = ap_err(AP_EFAIL, NULL, 0, "out of memory");
@@ -331,6 +376,10 @@ static int run(int argc, char **argv)
 		rc = ap_err(AP_EINPUT, WHO, 0, "expected -d DEVICE, -m MODEL and -o DIR (see autopar help profile)");
 		goto out;
 	}
+	if (analytic && remeasure) {
+		rc = ap_err(AP_EINPUT, "--remeasure", 0, "expected a measured profile, not --analytic (which measures nothing)");
+		goto out;
+	}
 	cuda = cuda_device(device, &gpu);
 	if (cuda < 0) {
 		rc = ap_err(AP_EINPUT, "-d", 0, "expected cuda or cuda:N, got '%s'", device);
@@ -347,23 +396,28 @@ static int run(int argc, char **argv)
 		goto out;
 	}
 	if (cuda)
-		rc = measure_gpu(gpu, &dev);
+		rc = gpu_row(gpu, &dev);
 	else
 		rc = device_find(datapath(path, sizeof path, "profiles/devices.csv"), device, &dev);
-	if (!rc && be && !cuda)
-		rc = measure_cpu(be, &dev);
+	/* the profile first: a malformed one is refused before anything
+	 * is measured, and an existing one keeps its device row */
+	if (!rc)
+		rc = open_profile(outdir, &dev, &p, &existing);
+	if (!rc && be && (!existing || remeasure))
+		rc = measure_device(be, cuda, &dev);
 	if (rc)
 		goto out;
-	rc = open_profile(outdir, &dev, &p);
-	if (rc)
-		goto out;
+	if (!be || !existing || remeasure)
+		set_device(outdir, &p, &dev);
 	before = p.nrows;
+	c.be = be;
+	c.remeasure = remeasure;
 	for (int m = 0; m < models.n; m++) {
 		rc = model_load(models.v[m], batch, &g);
 		if (rc)
 			goto out;
 		if (be)
-			rc = measure_model(be, &p, &g, (int)max_degree, &measured);
+			rc = measure_model(&c, &g, (int)max_degree);
 		if (!rc)
 			rc = profile_add_analytic(&p, &g, (int)max_degree);
 		graph_release(&g);
@@ -373,13 +427,16 @@ static int run(int argc, char **argv)
 	rc = profile_save(&p, outdir);
 	if (rc)
 		goto out;
-	printf("%s: %d rows for %s (%d measured, %d new, %d model%s, up to %lld shards)\n",
-	       outdir, p.nrows, dev.name, measured, p.nrows - before, models.n,
-	       models.n == 1 ? "" : "s", max_degree);
+	/* kept: the rows DIR had that it still has as they were */
+	printf("%s: %d rows for %s (%d measured, %d kept, %d new, %d model%s, up to %lld shards)\n",
+	       outdir, p.nrows, p.dev.name, c.measured, before - c.replaced, p.nrows - before,
+	       models.n, models.n == 1 ? "" : "s", max_degree);
+	printf("%s: device row %s\n", outdir, device_fate(be, existing, remeasure));
 	if (fflush(stdout) != 0)
 		rc = ap_err(AP_EFAIL, WHO, 0, "cannot write to stdout");
 out:
 	profile_release(&p);
+	profile_release(&c.done);
 	graph_release(&g);
 	free(models.v);
 	return rc;

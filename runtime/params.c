@@ -198,10 +198,10 @@ out:
 /* GPT-2's scheme (Radford et al. 2019, section 2.3, as HuggingFace's
  * GPT2PreTrainedModel._init_weights() has it): weights from N(0, std^2),
  * std 0.02 unless the model says otherwise, those of a residual
- * projection scaled by 1/sqrt(the stream's depth),
- * so that the stream's variance does not grow with the layers; biases
- * zero.  Of an attention's four projections only the output one writes
- * into the stream. */
+ * projection scaled by 1/sqrt(the stream's depth), so that the stream's
+ * variance does not grow with the layers; biases zero.  Of an
+ * attention's four projections only the output one writes into the
+ * stream. */
 static int init_gpt2(const struct graph *g, int i, uint64_t seed, float *full)
 {
 	const struct op *op = &g->ops[i];
