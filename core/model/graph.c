@@ -137,6 +137,8 @@ int graph_copy(struct graph *dst, const struct graph *src)
 	graph_init(dst);
 	memcpy(dst->name, src->name, sizeof dst->name);
 	dst->batch = src->batch;
+	dst->init = src->init;
+	dst->init_std = src->init_std;
 	dst->nblocks = src->nblocks;
 	if (src->path && !(dst->path = strdup(src->path)))
 		goto oom;

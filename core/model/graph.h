@@ -161,7 +161,7 @@ void op_init(struct op *op);
  * -1; constant time, through the index graph_add() keeps. */
 int graph_find(const struct graph *g, const char *name);
 
-/* *dst becomes a copy of src's operators, name, path and batch, owning
+/* *dst becomes a copy of src's operators, name, path, batch and init, owning
  * its own memory (a Piper instance is not copied); on failure *dst is
  * left empty and AP_EFAIL comes back. */
 int graph_copy(struct graph *dst, const struct graph *src);
