@@ -7,8 +7,13 @@
  * with the mask hashed from the element's position in the whole batch
  * (rng.h, the same function on the device), so a GPU shard draws the mask
  * a CPU rank draws.
+ *
+ * They are bound by memory bandwidth: every element-wise kernel moves four
+ * floats per thread step as float4 where the sizes and pointers allow
+ * (cuda_vec.cuh), and reads no input its formula does not need.
  */
 #include "cuda_ctx.cuh"
+#include "cuda_vec.cuh"
 
 extern "C" {
 #include "rng.h"
@@ -19,17 +24,43 @@ static int64_t nel(const struct kern *k)
 	return shape_elems(&k->out);
 }
 
+/* Runs f over n elements, f.run<N>(i) taking [i, i + N): four at a time,
+ * float4 loads and stores, where n is a multiple of 4 and every pointer
+ * f holds is 16-byte aligned (f.aligned()), else one at a time.  A grid
+ * stride, so any n fits the grid. */
+template <int N, class F> static __global__ void each_kernel(F f, int64_t groups)
+{
+	GRID_STRIDE(g, groups)
+		f.template run<N>(g * N);
+}
+
+template <class F> static int each(const F &f, int64_t n)
+{
+	if (n <= 0)
+		return AP_OK;
+	if (n % 4 == 0 && f.aligned())
+		each_kernel<4><<<cuda_blocks(n / 4), CUDA_THREADS, 0, cuda_ctx.stream>>>(f, n / 4);
+	else
+		each_kernel<1><<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(f, n);
+	LAUNCH_CHECK();
+	return AP_OK;
+}
+
 #define INV_SQRT2 0.70710678118654752f
 #define INV_SQRT2PI 0.39894228040143268f
 
 /* Activations as functors: y = f(x), dx = g(x, y, dy).  relu passes dy
  * itself where x > 0 (a product with 1 would not keep every NaN and
- * signed zero as the CPU does); the others multiply dy by f'. */
+ * signed zero as the CPU does); the others multiply dy by f'.  reads_x
+ * and reads_y say which of x and y g reads: the backward loads no
+ * other, a third less memory traffic. */
 struct relu_f {
+	static constexpr bool reads_x = true, reads_y = false;
 	__device__ static float f(float x) { return x > 0.0f ? x : 0.0f; }
 	__device__ static float g(float x, float, float dy) { return x > 0.0f ? dy : 0.0f; }
 };
 struct gelu_f {
+	static constexpr bool reads_x = true, reads_y = false;
 	__device__ static float f(float x) { return 0.5f * x * (1.0f + erff(x * INV_SQRT2)); }
 	__device__ static float g(float x, float, float dy)
 	{
@@ -38,50 +69,63 @@ struct gelu_f {
 	}
 };
 struct tanh_f {
+	static constexpr bool reads_x = false, reads_y = true;
 	__device__ static float f(float x) { return tanhf(x); }
 	__device__ static float g(float, float y, float dy) { return dy * (1.0f - y * y); }
 };
 struct sigmoid_f {
+	static constexpr bool reads_x = false, reads_y = true;
 	__device__ static float f(float x) { return 1.0f / (1.0f + expf(-x)); }
 	__device__ static float g(float, float y, float dy) { return dy * (y * (1.0f - y)); }
 };
 
-template <class F>
-static __global__ void act_fwd_kernel(const float *x, float *y, int64_t n)
+template <class F> struct act_fwd_op {
+	const float *x;
+	float *y;
+
+	bool aligned() const { return aligned16(x) && aligned16(y); }
+	template <int N> __device__ void run(int64_t i) const
+	{
+		fvec<N> a = ld<N>(x + i);
+
+		for (int j = 0; j < N; j++)
+			a.v[j] = F::f(a.v[j]);
+		st<N>(y + i, a);
+	}
+};
+
+template <class F> struct act_bwd_op {
+	const float *x, *y, *dy;
+	float *dx;
+
+	bool aligned() const
+	{
+		return aligned16(x) && aligned16(y) && aligned16(dy) && aligned16(dx);
+	}
+	template <int N> __device__ void run(int64_t i) const
+	{
+		fvec<N> g = ld<N>(dy + i), a = {}, b = {};
+
+		if constexpr (F::reads_x)
+			a = ld<N>(x + i);
+		if constexpr (F::reads_y)
+			b = ld<N>(y + i);
+		for (int j = 0; j < N; j++)
+			g.v[j] = F::g(a.v[j], b.v[j], g.v[j]);
+		st<N>(dx + i, g);
+	}
+};
+
+template <class F> static int act_fwd(const struct kern *k, struct kbufs *b)
 {
-	GRID_STRIDE(i, n)
-		y[i] = F::f(x[i]);
+	return each(act_fwd_op<F>{ b->in[0], b->out }, nel(k));
 }
 
-template <class F>
-static __global__ void act_bwd_kernel(const float *x, const float *y, const float *dy,
-				      float *dx, int64_t n)
+template <class F> static int act_bwd(const struct kern *k, struct kbufs *b)
 {
-	GRID_STRIDE(i, n)
-		dx[i] = F::g(x[i], y[i], dy[i]);
-}
-
-template <class F>
-static int act_fwd(const struct kern *k, struct kbufs *b)
-{
-	int64_t n = nel(k);
-
-	act_fwd_kernel<F><<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(b->in[0], b->out, n);
-	LAUNCH_CHECK();
-	return AP_OK;
-}
-
-template <class F>
-static int act_bwd(const struct kern *k, struct kbufs *b)
-{
-	int64_t n = nel(k);
-
 	if (!b->din[0])
 		return AP_OK;
-	act_bwd_kernel<F><<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(
-		b->in[0], b->out, b->dout, b->din[0], n);
-	LAUNCH_CHECK();
-	return AP_OK;
+	return each(act_bwd_op<F>{ b->in[0], b->out, b->dout, b->din[0] }, nel(k));
 }
 
 extern "C" const struct kernel_ops cuda_relu = { act_fwd<relu_f>, act_bwd<relu_f>, NULL, 0 };
@@ -90,10 +134,21 @@ extern "C" const struct kernel_ops cuda_tanh = { act_fwd<tanh_f>, act_bwd<tanh_f
 extern "C" const struct kernel_ops cuda_sigmoid = { act_fwd<sigmoid_f>, act_bwd<sigmoid_f>,
 						     NULL, 0 };
 
-/* The inputs of add and mul, by value into the kernel. */
+/* The inputs of add and mul, by value into the kernel.  The kernels
+ * index them only in loops unrolled over KERN_MAX_IN, so every index is
+ * a constant: an array in the kernel's parameters indexed at run time
+ * would be copied to local memory and read from there per element. */
 struct ins {
 	const float *p[KERN_MAX_IN];
 	int n;
+
+	bool aligned() const
+	{
+		for (int j = 0; j < n; j++)
+			if (!aligned16(p[j]))
+				return false;
+		return true;
+	}
 };
 
 static struct ins ins_of(const struct kern *k, const struct kbufs *b)
@@ -107,30 +162,32 @@ static struct ins ins_of(const struct kern *k, const struct kbufs *b)
 }
 
 /* in the CPU's order: ((x0 + x1) + x2) .. and ((x0 x1) x2) .. */
-static __global__ void add_kernel(struct ins v, float *y, int64_t n, int mul)
-{
-	GRID_STRIDE(i, n) {
-		float s = v.p[0][i];
+struct sum_op {
+	struct ins v;
+	float *y;
+	int mul;
 
-		for (int j = 1; j < v.n; j++)
-			s = mul ? s * v.p[j][i] : s + v.p[j][i];
-		y[i] = s;
+	bool aligned() const { return v.aligned() && aligned16(y); }
+	template <int N> __device__ void run(int64_t i) const
+	{
+		fvec<N> s = ld<N>(v.p[0] + i);
+
+#pragma unroll
+		for (int j = 1; j < KERN_MAX_IN; j++) {
+			if (j >= v.n)
+				continue;
+			fvec<N> a = ld<N>(v.p[j] + i);
+
+			for (int e = 0; e < N; e++)
+				s.v[e] = mul ? s.v[e] * a.v[e] : s.v[e] + a.v[e];
+		}
+		st<N>(y + i, s);
 	}
-}
-
-static int sum_fwd(const struct kern *k, struct kbufs *b, int mul)
-{
-	int64_t n = nel(k);
-
-	add_kernel<<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(ins_of(k, b), b->out, n,
-									 mul);
-	LAUNCH_CHECK();
-	return AP_OK;
-}
+};
 
 static int add_fwd(const struct kern *k, struct kbufs *b)
 {
-	return sum_fwd(k, b, 0);
+	return each(sum_op{ ins_of(k, b), b->out, 0 }, nel(k));
 }
 
 static int add_bwd(const struct kern *k, struct kbufs *b)
@@ -145,35 +202,40 @@ static int add_bwd(const struct kern *k, struct kbufs *b)
 extern "C" const struct kernel_ops cuda_add = { add_fwd, add_bwd, NULL, 0 };
 
 /* d/dx_j of a product: dy times the other inputs, in the CPU's order */
-static __global__ void mul_bwd_kernel(struct ins v, int j, const float *dy, float *dx,
-				      int64_t n)
-{
-	GRID_STRIDE(i, n) {
-		float g = dy[i];
+struct mul_grad_op {
+	struct ins v;
+	int j;
+	const float *dy;
+	float *dx;
 
-		for (int o = 0; o < v.n; o++)
-			if (o != j)
-				g *= v.p[o][i];
-		dx[i] = g;
+	bool aligned() const { return v.aligned() && aligned16(dy) && aligned16(dx); }
+	template <int N> __device__ void run(int64_t i) const
+	{
+		fvec<N> g = ld<N>(dy + i);
+
+#pragma unroll
+		for (int o = 0; o < KERN_MAX_IN; o++) {
+			if (o >= v.n || o == j)
+				continue;
+			fvec<N> a = ld<N>(v.p[o] + i);
+
+			for (int e = 0; e < N; e++)
+				g.v[e] *= a.v[e];
+		}
+		st<N>(dx + i, g);
 	}
-}
+};
 
 static int mul_fwd(const struct kern *k, struct kbufs *b)
 {
-	return sum_fwd(k, b, 1);
+	return each(sum_op{ ins_of(k, b), b->out, 1 }, nel(k));
 }
 
 static int mul_bwd(const struct kern *k, struct kbufs *b)
 {
-	int64_t n = nel(k);
-
-	for (int j = 0; j < k->nin; j++) {
-		if (!b->din[j])
-			continue;
-		mul_bwd_kernel<<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(
-			ins_of(k, b), j, b->dout, b->din[j], n);
-		LAUNCH_CHECK();
-	}
+	for (int j = 0, st; j < k->nin; j++)
+		if (b->din[j] && (st = each(mul_grad_op{ ins_of(k, b), j, b->dout, b->din[j] }, nel(k))))
+			return st;
 	return AP_OK;
 }
 
@@ -258,16 +320,26 @@ static __device__ float keep_scale(const struct drop_args &a, int64_t i)
 	return u < a.p ? 0.0f : (float)(1.0 / (1.0 - a.p));
 }
 
-static __global__ void dropout_kernel(struct drop_args a, const float *x, float *y, int64_t n)
-{
-	GRID_STRIDE(i, n)
-		y[i] = x[i] * keep_scale(a, i);
-}
+/* y = x keep_scale, as the CPU's loop */
+struct drop_op {
+	struct drop_args a;
+	const float *x;
+	float *y;
+
+	bool aligned() const { return aligned16(x) && aligned16(y); }
+	template <int N> __device__ void run(int64_t i) const
+	{
+		fvec<N> v = ld<N>(x + i);
+
+		for (int e = 0; e < N; e++)
+			v.v[e] *= keep_scale(a, i + e);
+		st<N>(y + i, v);
+	}
+};
 
 static int dropout_run(const struct kern *k, struct kbufs *b, const float *x, float *y)
 {
 	struct drop_args a = {};
-	int64_t n = nel(k);
 
 	a.rank = k->out.rank;
 	for (int d = 0; d < a.rank; d++) {
@@ -278,9 +350,7 @@ static int dropout_run(const struct kern *k, struct kbufs *b, const float *x, fl
 	a.n0 = b->n0;
 	a.salt = rng_mix(b->salt ^ (uint64_t)k->op_index);
 	a.p = k->op->a.p;
-	dropout_kernel<<<cuda_blocks(n), CUDA_THREADS, 0, cuda_ctx.stream>>>(a, x, y, n);
-	LAUNCH_CHECK();
-	return AP_OK;
+	return each(drop_op{ a, x, y }, nel(k));
 }
 
 static int dropout_fwd(const struct kern *k, struct kbufs *b)
