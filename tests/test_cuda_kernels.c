@@ -232,26 +232,33 @@ static void pair_release(struct pair *p)
 	graph_release(&p->g);
 }
 
+/* Forward and backward of the kern p holds on both backends; every
+ * result compared. */
+static void pair_check(struct pair *p)
+{
+	const char *name = p->op->name;
+
+	assert_int_equal(backend_cpu.ops[p->op->kind]->fwd(&p->k, &p->c), 0);
+	assert_int_equal(backend_cuda.ops[p->op->kind]->fwd(&p->k, &p->d), 0);
+	compare("forward", name, p->c.out, p->d.out, p->nout);
+	assert_int_equal(backend_cpu.ops[p->op->kind]->bwd(&p->k, &p->c), 0);
+	assert_int_equal(backend_cuda.ops[p->op->kind]->bwd(&p->k, &p->d), 0);
+	for (int kk = 0; kk < p->k.nin; kk++)
+		if (p->c.din[kk])
+			compare("input gradient", name, p->c.din[kk], p->d.din[kk], p->nin[kk]);
+	if (p->nw)
+		compare("weight gradient", name, p->c.dw, p->d.dw, p->nw);
+	assert_int_equal(backend_cuda.sync(), 0);
+}
+
 /* Forward and backward of shard i of deg along d on both backends; every
  * result compared. */
 static void same_shard(const char *text, enum dim_kind d, int i, int deg)
 {
 	struct pair p;
-	const char *name;
 
 	pair_setup(&p, text, d, i, deg);
-	name = p.op->name;
-	assert_int_equal(backend_cpu.ops[p.op->kind]->fwd(&p.k, &p.c), 0);
-	assert_int_equal(backend_cuda.ops[p.op->kind]->fwd(&p.k, &p.d), 0);
-	compare("forward", name, p.c.out, p.d.out, p.nout);
-	assert_int_equal(backend_cpu.ops[p.op->kind]->bwd(&p.k, &p.c), 0);
-	assert_int_equal(backend_cuda.ops[p.op->kind]->bwd(&p.k, &p.d), 0);
-	for (int kk = 0; kk < p.k.nin; kk++)
-		if (p.c.din[kk])
-			compare("input gradient", name, p.c.din[kk], p.d.din[kk], p.nin[kk]);
-	if (p.nw)
-		compare("weight gradient", name, p.c.dw, p.d.dw, p.nw);
-	assert_int_equal(backend_cuda.sync(), 0);
+	pair_check(&p);
 	pair_release(&p);
 }
 
@@ -383,6 +390,136 @@ static void test_norm(void **state)
 		snprintf(m, sizeof m, HEAD "input x c=%d h=%d w=3\nbatchnorm y x\n", n, c, l);
 		same(m);
 		snprintf(m, sizeof m, HEAD "input x l=%d c=%d\nbatchnorm y x\n", n, l, c);
+		same(m);
+	}
+}
+
+/* The normalising kernels where they take their edge paths: rows of odd
+ * length (whose starts fall at every phase of a float4), rows longer
+ * than a block's 1024 threads take in one step, row counts that are no
+ * multiple of the weight gradient's tiles of 32 columns and their chunks
+ * of rows, and lines along a dim other than the last (a thread each). */
+static void test_norm_shapes(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	same("model t\nbatch 5\ninput x l=37 c=45\nlayernorm y x\n");
+	same("model t\nbatch 1\ninput x l=3 c=9001\nlayernorm y x\n");
+	same("model t\nbatch 2\ninput x l=64 c=768\nlayernorm y x\n");
+	same("model t\nbatch 3\ninput x l=300 c=7\nlayernorm y x\n");
+	same("model t\nbatch 2\ninput x l=3 c=5001\nsoftmax y x\n");
+	same("model t\nbatch 2\ninput x l=5 c=1024\nsoftmax y x\n");
+	same("model t\nbatch 3\ninput x c=33 l=7\nsoftmax y x dim=c\n");
+}
+
+/* Layernorm's backward in zero bubble's two passes (backend.h): the
+ * input gradient alone (dw NULL), then the weight gradient alone (din
+ * NULL), against the CPU's backward in one. */
+static void test_norm_passes(void **state)
+{
+	struct pair p;
+	float *dw, *dx;
+
+	(void)state;
+	NEED_GPU();
+	pair_setup(&p, "model t\nbatch 3\ninput x l=37 c=45\nlayernorm y x\n", DIM_N, 0, 1);
+	assert_true(backend_cuda.ops[OP_LAYERNORM]->weight_pass);
+	assert_int_equal(backend_cpu.ops[OP_LAYERNORM]->fwd(&p.k, &p.c), 0);
+	assert_int_equal(backend_cuda.ops[OP_LAYERNORM]->fwd(&p.k, &p.d), 0);
+	assert_int_equal(backend_cpu.ops[OP_LAYERNORM]->bwd(&p.k, &p.c), 0);
+	dw = p.d.dw;
+	p.d.dw = NULL;
+	assert_int_equal(backend_cuda.ops[OP_LAYERNORM]->bwd(&p.k, &p.d), 0);
+	p.d.dw = dw;
+	dx = p.d.din[0];
+	p.d.din[0] = NULL;
+	assert_int_equal(backend_cuda.ops[OP_LAYERNORM]->bwd(&p.k, &p.d), 0);
+	p.d.din[0] = dx;
+	compare("input gradient (B pass)", p.op->name, p.c.din[0], p.d.din[0], p.nin[0]);
+	compare("weight gradient (W pass)", p.op->name, p.c.dw, p.d.dw, p.nw);
+	assert_int_equal(backend_cuda.sync(), 0);
+	pair_release(&p);
+}
+
+/* The fused softmax cross-entropy: GPT-2's vocabulary over a few
+ * positions (a block per position, many steps each), aligned rows of
+ * 1000 classes, and classes along c with l after (a thread per
+ * position). */
+static void test_loss_fused(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	same("model t\nbatch 1\ninput x l=3 c=50257\nloss y x\n");
+	same("model t\nbatch 2\ninput x c=50257\nloss y x\n");
+	same("model t\nbatch 4\ninput x l=9 c=1000\nloss y x\n");
+	same("model t\nbatch 3\ninput x c=37 l=11\nloss y x\n");
+}
+
+/* Attention's masked softmax rows (cuda_softmax_rows) on rows long
+ * enough to take several float4 steps, causal and not. */
+static void test_softmax_rows(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	same("model t\nbatch 1\ninput x l=300 c=8\nattention y x heads=2 causal=1\n");
+	same("model t\nbatch 2\ninput x l=130 c=4\nattention y x heads=1 causal=0\n");
+}
+
+/* Batchnorm in both layouts of its channel sums: planes of h x w (400
+ * floats, four at a time; 49, one at a time; 1600, several steps of a
+ * block) and columns (3 x 3 after the channels, and none: (n, l, c));
+ * then groups of samples (kern.stat_mb, as --check's reference), one of
+ * them a single sample. */
+static void test_batchnorm_layouts(void **state)
+{
+	static const char *const groups[] = {
+		"model t\nbatch 5\ninput x c=3 h=5 w=8\nbatchnorm y x\n",
+		"model t\nbatch 5\ninput x l=6 c=10\nbatchnorm y x\n",
+	};
+	struct pair p;
+
+	(void)state;
+	NEED_GPU();
+	same("model t\nbatch 2\ninput x c=3 h=20 w=20\nbatchnorm y x\n");
+	same("model t\nbatch 4\ninput x c=5 h=7 w=7\nbatchnorm y x\n");
+	same("model t\nbatch 2\ninput x c=3 h=40 w=40\nbatchnorm y x\n");
+	same("model t\nbatch 2\ninput x c=200 h=6 w=6\nbatchnorm y x\n");
+	same("model t\nbatch 3\ninput x c=6 h=3 w=3\nbatchnorm y x\n");
+	same("model t\nbatch 4\ninput x l=50 c=70\nbatchnorm y x\n");
+	for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+		pair_setup(&p, groups[g], DIM_N, 0, 1);
+		p.k.stat_mb = 2;
+		p.k.stat_deg = 1;
+		pair_check(&p);
+		pair_release(&p);
+	}
+}
+
+/* The element-wise kernels four floats at a time (2 x 6 x 50 elements)
+ * and one at a time (3 x 5 x 7), sums and products of five inputs. */
+static void test_elem_vector(void **state)
+{
+	static const char *const act[] = { "relu", "gelu", "tanh", "sigmoid" };
+	static const int size[2][3] = { { 2, 6, 50 }, { 3, 5, 7 } };
+	char m[512];
+
+	(void)state;
+	NEED_GPU();
+	for (int r = 0; r < 2; r++) {
+		int n = size[r][0], c = size[r][1], l = size[r][2];
+
+		for (size_t a = 0; a < sizeof act / sizeof act[0]; a++) {
+			snprintf(m, sizeof m, HEAD "input x c=%d l=%d\n%s y x\n", n, c, l, act[a]);
+			same(m);
+		}
+		for (int mul = 0; mul < 2; mul++) {
+			snprintf(m, sizeof m,
+				 HEAD "input a c=%d l=%d\ninput b c=%d l=%d\ninput d c=%d l=%d\n"
+				      "input e c=%d l=%d\ninput f c=%d l=%d\n%s y a b d e f\n",
+				 n, c, l, c, l, c, l, c, l, c, l, mul ? "mul" : "add");
+			same(m);
+		}
+		snprintf(m, sizeof m, HEAD "input x c=%d l=%d\ndropout y x p=0.3\n", n, c, l);
 		same(m);
 	}
 }
@@ -578,6 +715,12 @@ int main(void)
 		cmocka_unit_test(test_dense),
 		cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_norm),
+		cmocka_unit_test(test_norm_shapes),
+		cmocka_unit_test(test_norm_passes),
+		cmocka_unit_test(test_loss_fused),
+		cmocka_unit_test(test_softmax_rows),
+		cmocka_unit_test(test_batchnorm_layouts),
+		cmocka_unit_test(test_elem_vector),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_attention_shapes),
 		cmocka_unit_test(test_bad_label),
