@@ -8,10 +8,10 @@
  * atomics pile onto a few addresses.
  *
  * Sums run in double, as the CPU kernels' do, so the two agree to
- * float32 round-off whatever the order of the additions; a combination
- * is symmetric in its operands to the last bit, so every lane of a
- * butterfly ends with the same value and a block's threads agree on a
- * row's mean or maximum.
+ * float32 round-off whatever the order of the additions.  A block's
+ * threads end a reduction with the same value to the last bit (each
+ * combines the warps' results from shared memory in the same order), so
+ * they agree on a row's mean or maximum.
  */
 #ifndef AUTOPAR_CUDA_REDUCE_CUH
 #define AUTOPAR_CUDA_REDUCE_CUH
