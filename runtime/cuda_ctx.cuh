@@ -103,15 +103,6 @@ int cuda_project_bwd(const float *x, int rows, int cin, int cout, const float *w
 /* db[j] += the sum over rows of m[r][j] (m row-major rows x cols). */
 int cuda_colsum_add(float *db, const float *m, int64_t rows, int64_t cols);
 
-/* cuda_norm.cu: softmax over each of `rows` rows of `size` contiguous
- * floats (p == x: in place).  period > 0 masks: row r takes part in its
- * first first + r % period elements only, the others' probabilities 0.
- * Its backward dx = p (dy - sum(dy p)) (dx == dy: in place). */
-int cuda_softmax_rows(const float *x, float *p, int64_t rows, int64_t size, int64_t period,
-		      int64_t first);
-int cuda_softmax_rows_bwd(const float *p, const float *dy, float *dx, int64_t rows,
-			  int64_t size);
-
 /* Clears the device error flag before a kernel that may set it; after
  * it, waits and reports `what` when the kernel found bad input. */
 int cuda_flag_clear(void);

@@ -24,8 +24,6 @@
  *   (cuda_reduce.cuh's chans), the partials in the op's workspace after
  *   the statistics the CPU kernel keeps there too.
  *
- * Attention (cuda_attn.cu) runs its scores through the same softmax,
- * with its causal mask (cuda_softmax_rows).
  */
 #include "cuda_reduce.cuh"
 #include "kern_dims.h"
@@ -216,18 +214,14 @@ extern "C" const struct kernel_ops cuda_layernorm = { layernorm_fwd, layernorm_b
 						      layernorm_ws, 1 };
 
 /* A tensor seen as [outer][size][inner] around the dim normalised: line
- * q = (o, i) holds elements o size inner + i + t inner, t < size.  With
- * a mask (period > 0, attention's causal one) line q takes part in its
- * first first + q % period elements only, the others' probabilities
- * being 0. */
+ * q = (o, i) holds elements o size inner + i + t inner, t < size. */
 struct lines {
 	int64_t outer, size, inner;
-	int64_t period, first;
 };
 
 static struct lines lines_at(const struct shape *s, int di)
 {
-	struct lines l = { 1, s->size[di], 1, 0, 0 };
+	struct lines l = { 1, s->size[di], 1 };
 
 	for (int i = 0; i < di; i++)
 		l.outer *= s->size[i];
@@ -239,14 +233,6 @@ static struct lines lines_at(const struct shape *s, int di)
 static __device__ int64_t line_base(const struct lines &l, int64_t q)
 {
 	return q / l.inner * l.size * l.inner + q % l.inner;
-}
-
-/* the elements of line q that take part */
-static __device__ int64_t line_lim(const struct lines &l, int64_t q)
-{
-	int64_t lim = l.period > 0 ? l.first + q % l.period : l.size;
-
-	return lim < 0 ? 0 : lim > l.size ? l.size : lim;
 }
 
 /* Launches kernel<true> (a block per line) where lines are contiguous,
@@ -268,16 +254,15 @@ static int run_lines(const struct lines &l, KB by_block, KT by_thread, A... a)
 	return AP_OK;
 }
 
-/* p = exp(x - max) / sum over the line's first lim elements, 0 after
- * them, as the CPU's (the exponential in float, times 1 / sum in
- * double).  In place when p == x: the statistics' reduction, a barrier,
- * lies between the reads of the first pass and the writes. */
+/* p = exp(x - max) / sum, as the CPU's (the exponential in float, times
+ * 1 / sum in double).  In place when p == x: the statistics' reduction,
+ * a barrier, lies between the reads of the first pass and the writes. */
 template <bool BLOCK>
 static __global__ void __launch_bounds__(ROW_THREADS_MAX)
 	softmax_fwd_kernel(struct lines l, const float *x, float *p)
 {
 	for (int64_t q = team<BLOCK>::first(); q < l.outer * l.inner; q += team<BLOCK>::step()) {
-		int64_t base = line_base(l, q), lim = line_lim(l, q), in = l.inner;
+		int64_t base = line_base(l, q), in = l.inner;
 		const float *xl = x + base;
 		float *pl = p + base;
 		bool vec = BLOCK && same_phase(xl, pl);
@@ -285,7 +270,7 @@ static __global__ void __launch_bounds__(ROW_THREADS_MAX)
 		msum a = { -INFINITY, 0.0 };
 		double inv;
 
-		line_walk<BLOCK>(lim, vec, head, [&](int64_t t, auto w) {
+		line_walk<BLOCK>(l.size, vec, head, [&](int64_t t, auto w) {
 			ms_add(a, ld<decltype(w)::n>(xl + t * in));
 		});
 		a = team<BLOCK>::join_all(a);
@@ -295,7 +280,7 @@ static __global__ void __launch_bounds__(ROW_THREADS_MAX)
 			fvec<N> v = ld<N>(xl + t * in);
 
 			for (int j = 0; j < N; j++)
-				v.v[j] = t + j < lim ? (float)(expf(v.v[j] - a.m) * inv) : 0.0f;
+				v.v[j] = (float)(expf(v.v[j] - a.m) * inv);
 			st<N>(pl + t * in, v);
 		});
 	}
@@ -333,32 +318,6 @@ static __global__ void __launch_bounds__(ROW_THREADS_MAX)
 	}
 }
 
-static int softmax_lines_fwd(const struct lines &l, const float *x, float *p)
-{
-	return run_lines(l, softmax_fwd_kernel<true>, softmax_fwd_kernel<false>, x, p);
-}
-
-static int softmax_lines_bwd(const struct lines &l, const float *p, const float *dy, float *dx)
-{
-	return run_lines(l, softmax_bwd_kernel<true>, softmax_bwd_kernel<false>, p, dy, dx);
-}
-
-int cuda_softmax_rows(const float *x, float *p, int64_t rows, int64_t size, int64_t period,
-		      int64_t first)
-{
-	struct lines l = { rows, size, 1, period, first };
-
-	return softmax_lines_fwd(l, x, p);
-}
-
-int cuda_softmax_rows_bwd(const float *p, const float *dy, float *dx, int64_t rows,
-			  int64_t size)
-{
-	struct lines l = { rows, size, 1, 0, 0 };
-
-	return softmax_lines_bwd(l, p, dy, dx);
-}
-
 static struct lines softmax_lines(const struct kern *k)
 {
 	const struct shape *s = &k->out;
@@ -369,14 +328,16 @@ static struct lines softmax_lines(const struct kern *k)
 
 static int softmax_fwd(const struct kern *k, struct kbufs *b)
 {
-	return softmax_lines_fwd(softmax_lines(k), b->in[0], b->out);
+	return run_lines(softmax_lines(k), softmax_fwd_kernel<true>, softmax_fwd_kernel<false>,
+			 b->in[0], b->out);
 }
 
 static int softmax_bwd(const struct kern *k, struct kbufs *b)
 {
 	if (!b->din[0])
 		return AP_OK;
-	return softmax_lines_bwd(softmax_lines(k), b->out, b->dout, b->din[0]);
+	return run_lines(softmax_lines(k), softmax_bwd_kernel<true>, softmax_bwd_kernel<false>,
+			 b->out, b->dout, b->din[0]);
 }
 
 extern "C" const struct kernel_ops cuda_softmax = { softmax_fwd, softmax_bwd, NULL, 0 };

@@ -455,16 +455,6 @@ static void test_loss_fused(void **state)
 	same("model t\nbatch 3\ninput x c=37 l=11\nloss y x\n");
 }
 
-/* Attention's masked softmax rows (cuda_softmax_rows) on rows long
- * enough to take several float4 steps, causal and not. */
-static void test_softmax_rows(void **state)
-{
-	(void)state;
-	NEED_GPU();
-	same("model t\nbatch 1\ninput x l=300 c=8\nattention y x heads=2 causal=1\n");
-	same("model t\nbatch 2\ninput x l=130 c=4\nattention y x heads=1 causal=0\n");
-}
-
 /* Batchnorm in both layouts of its channel sums: planes of h x w (400
  * floats, four at a time; 49, one at a time; 1600, several steps of a
  * block) and columns (3 x 3 after the channels, and none: (n, l, c));
@@ -718,7 +708,6 @@ int main(void)
 		cmocka_unit_test(test_norm_shapes),
 		cmocka_unit_test(test_norm_passes),
 		cmocka_unit_test(test_loss_fused),
-		cmocka_unit_test(test_softmax_rows),
 		cmocka_unit_test(test_batchnorm_layouts),
 		cmocka_unit_test(test_elem_vector),
 		cmocka_unit_test(test_attention),
