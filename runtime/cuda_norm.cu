@@ -19,11 +19,10 @@
  *   softmax", 2018): the loss's forward reads the logits once and keeps
  *   each position's maximum and 1 / sum in its workspace, as the CPU
  *   kernel does, so its backward, softmax - onehot, is one more pass.
- * - Layernorm's weight gradient and batchnorm's statistics are sums over
- *   rows per channel: partial sums per block, then a kernel per channel
+ * - Layernorm's weight gradient and batchnorm's statistics and gradients
+ *   are sums over rows per channel: partial sums per block, then a kernel per channel
  *   (cuda_reduce.cuh's chans), the partials in the op's workspace after
  *   the statistics the CPU kernel keeps there too.
- *
  */
 #include "cuda_reduce.cuh"
 #include "kern_dims.h"
