@@ -23,16 +23,20 @@
 #include "plan/plan.h"
 #include "plan/plan_check.h"
 
-/* A per-process temporary directory, made on first use. */
+/* A per-process temporary directory, made on first use: a new one each
+ * time (mkdtemp), so no file of an earlier process that had the same pid
+ * is found in it. */
 static inline const char *tmp_dir(void)
 {
 	static char dir[256];
 	const char *base = getenv("TMPDIR");
 
 	if (!dir[0]) {
-		snprintf(dir, sizeof dir, "%s/autopar-test-%ld",
+		snprintf(dir, sizeof dir, "%s/autopar-test-%ld-XXXXXX",
 			 base && *base ? base : "/tmp", (long)getpid());
-		mkdir(dir, 0700);
+		if (!mkdtemp(dir))
+			fail_msg("cannot make a temporary directory under %s",
+				 base && *base ? base : "/tmp");
 	}
 	return dir;
 }
