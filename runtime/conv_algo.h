@@ -101,10 +101,11 @@ enum conv_dnn_math conv_search_math(enum gpu_prec p);
  * precision p.  In fp32 the descriptor's FMA math restricts cuDNN to FMA
  * kernels, whatever its label says (cuDNN may label an algorithm that
  * has no tensor-core variant with its default math, which read as TF32
- * would reject every one): every candidate is FMA and runs in FMA math.  In tf32 the label tells: FMA, TF32
- * (default or tensor-op math on float32 data) or NARROW (conversion, or
- * a number this build does not know), and the call sets the reported
- * math, as cuDNN chooses kernels by algorithm and math together. */
+ * would reject every one): every candidate is FMA and runs in FMA math.
+ * In tf32 the label tells: FMA, TF32 (default or tensor-op math on
+ * float32 data) or NARROW (conversion, or a number this build does not
+ * know), and the call sets the reported math, as cuDNN chooses kernels
+ * by algorithm and math together. */
 void conv_cand_math(struct conv_cand *c, int reported, enum gpu_prec p);
 
 /* The candidate to run, of the n timed: among those that ran, need at

@@ -288,11 +288,13 @@ static cudnnStatus_t candidates(const struct conv_descs *p, enum conv_dir dir,
 	return s;
 }
 
-/* --verbose: the choice, one line; why: why the search gave none (the
- * choice is then the heuristics'), else NULL */
+/* --verbose: direction dir's choice among the n candidates, one line;
+ * why: why the search gave none (the choice is then the heuristics'),
+ * else NULL */
 static void report(const struct conv_entry *e, enum conv_dir dir, const struct conv_cand *cand,
-		   int best, int n, const char *why)
+		   int n, const char *why)
 {
+	const struct conv_cand *c = &e->dir[dir].c;
 	FILE *f = gpu_opt_verbose();
 	char line[768];
 	int ran = 0;
@@ -301,10 +303,27 @@ static void report(const struct conv_entry *e, enum conv_dir dir, const struct c
 		return;
 	for (int q = 0; q < n; q++)
 		ran += cand[q].ok;
-	conv_line(line, sizeof line, &e->key, dir, algo_name(dir, cand[best].algo), &cand[best],
-		  ran, n, why);
+	conv_line(line, sizeof line, &e->key, dir, algo_name(dir, c->algo), c, ran, n, why);
 	fprintf(f, "%s\n", line);
 	fflush(f);
+}
+
+/* Keeps c as direction dir's choice.  Its workspace is the larger of
+ * what cuDNN reported with it and what cuDNN says the algorithm needs in
+ * the math the call sets (in fp32 FMA, whatever the label was), within
+ * the limit: the call never gets less than its math needs. */
+static void keep(struct conv_entry *e, enum conv_dir dir, const struct conv_cand *c)
+{
+	const struct conv_descs *p = (const struct conv_descs *)e->descs;
+	size_t need = 0;
+
+	e->dir[dir].c = *c;
+	e->dir[dir].searched = 1;
+	if (cudnnSetConvolutionMathType(p->conv, (cudnnMathType_t)c->run_math) ==
+		    CUDNN_STATUS_SUCCESS &&
+	    ws_size(p, dir, c->algo, &need) == CUDNN_STATUS_SUCCESS && need > c->ws_bytes &&
+	    need <= cuda_ctx.ws_limit)
+		e->dir[dir].c.ws_bytes = need;
 }
 
 /* Direction dir of e's shape where the search gave nothing to run (why
@@ -330,9 +349,8 @@ static int fallback(struct conv_entry *e, enum conv_dir dir, const char *why)
 			      "%s convolution in %s: %s, and none of the heuristics' %d fits a "
 			      "workspace of %zu bytes",
 			      conv_dir_name(dir), gpu_prec_name(prec), why, n, cuda_ctx.ws_limit);
-	e->dir[dir].c = cand[best];
-	e->dir[dir].searched = 1;
-	report(e, dir, cand, best, n, why);
+	keep(e, dir, &cand[best]);
+	report(e, dir, cand, n, why);
 	return AP_OK;
 }
 
@@ -400,9 +418,8 @@ static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b
 			 n, gpu_prec_name(prec), ws);
 	if (best < 0)
 		return fallback(e, dir, why);
-	e->dir[dir].c = cand[best];
-	e->dir[dir].searched = 1;
-	report(e, dir, cand, best, n, NULL);
+	keep(e, dir, &cand[best]);
+	report(e, dir, cand, n, NULL);
 	return AP_OK;
 }
 
