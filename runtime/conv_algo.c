@@ -1,6 +1,7 @@
 /*
  * The host side of choosing convolution algorithms (conv_algo.h): the
- * cache, the choice, the search's workspace and the --verbose line.
+ * cache, the reported maths, the choice, the search's workspace and the
+ * --verbose line.
  * Built into the binary, whose tests call it, and into
  * libautopar-cuda.so, whose cuda_conv.cu does (a hidden copy there, as
  * the Makefile says).
@@ -52,9 +53,34 @@ struct conv_entry *conv_cache_add(struct conv_cache *c, const struct conv_key *k
 	return e;
 }
 
+enum conv_dnn_math conv_search_math(enum gpu_prec p)
+{
+	return gpu_prec_math(p).dnn_tf32 ? CONV_DNN_DEFAULT : CONV_DNN_FMA;
+}
+
+void conv_cand_math(struct conv_cand *c, int reported, enum gpu_prec p)
+{
+	if (conv_search_math(p) == CONV_DNN_FMA) {
+		c->math = CONV_MATH_FMA;
+		c->run_math = CONV_DNN_FMA;
+		return;
+	}
+	c->run_math = (enum conv_dnn_math)reported;
+	c->math = reported == CONV_DNN_FMA ? CONV_MATH_FMA
+		  : reported == CONV_DNN_DEFAULT || reported == CONV_DNN_TENSOR_OP ? CONV_MATH_TF32
+										 : CONV_MATH_NARROW;
+}
+
 static int allowed(enum conv_math m, enum gpu_prec p)
 {
 	return m == CONV_MATH_FMA || (m == CONV_MATH_TF32 && gpu_prec_math(p).dnn_tf32);
+}
+
+/* c may run: cuDNN ran (or supports) it, within the workspace and the
+ * precision */
+static int usable(const struct conv_cand *c, size_t ws_limit, enum gpu_prec p)
+{
+	return c->ok && c->ws_bytes <= ws_limit && allowed(c->math, p);
 }
 
 /* 1 when a is to be run rather than b (both qualify) */
@@ -78,12 +104,23 @@ int conv_pick(const struct conv_cand *cand, int n, size_t ws_limit, enum gpu_pre
 
 		/* a time that is not a number or negative is cuDNN's mark of
 		 * one that did not run, whatever its status said */
-		if (!c->ok || !(c->ms >= 0) || c->ws_bytes > ws_limit || !allowed(c->math, p))
+		if (!usable(c, ws_limit, p) || !(c->ms >= 0))
 			continue;
 		if (best < 0 || better(c, &cand[best]))
 			best = q;
 	}
 	return best;
+}
+
+int conv_pick_ranked(const struct conv_cand *cand, int n, size_t ws_limit, enum gpu_prec p)
+{
+	/* deterministic first: a plan's ranks then sum their gradients in
+	 * one order, as they did before the search */
+	for (int pass = 0; pass < 2; pass++)
+		for (int q = 0; q < n; q++)
+			if (usable(&cand[q], ws_limit, p) && (pass || cand[q].deterministic))
+				return q;
+	return -1;
 }
 
 size_t conv_ws_below(const size_t *need, int n, size_t cap)
@@ -113,20 +150,27 @@ static const char *math_name(enum conv_math m)
 }
 
 int conv_line(char *buf, size_t len, const struct conv_key *k, enum conv_dir d,
-	      const char *algo, const struct conv_cand *c, int ran, int n)
+	      const char *algo, const struct conv_cand *c, int ran, int n, const char *why)
 {
-	char ws[32];
+	char ws[32], ms[32], tail[160];
 
 	if (c->ws_bytes)
 		snprintf(ws, sizeof ws, "workspace %.2f MiB", (double)c->ws_bytes / (1 << 20));
 	else
 		snprintf(ws, sizeof ws, "no workspace");
+	if (c->ms >= 0)
+		snprintf(ms, sizeof ms, "%.3f ms", (double)c->ms);
+	else
+		snprintf(ms, sizeof ms, "not timed");
+	if (why)
+		snprintf(tail, sizeof tail, "cuDNN's heuristic choice: %s", why);
+	else
+		snprintf(tail, sizeof tail, "%d of %d ran", ran, n);
 	return snprintf(buf, len,
 			"conv n=%d c=%d h=%d w=%d k=%d r=%d s=%d stride=%dx%d pad=%dx%d "
-			"dilation=%dx%d groups=%d %s, %s: %s (%s, %sdeterministic) %.3f ms, "
-			"%s; %d of %d ran",
+			"dilation=%dx%d groups=%d %s, %s: %s (%s, %sdeterministic) %s, %s; %s",
 			k->n, k->c, k->h, k->w, k->k, k->r, k->s, k->stride_h, k->stride_w,
 			k->pad_h, k->pad_w, k->dil_h, k->dil_w, k->groups,
 			gpu_prec_name(k->precision), conv_dir_name(d), algo, math_name(c->math),
-			c->deterministic ? "" : "not ", (double)c->ms, ws, ran, n);
+			c->deterministic ? "" : "not ", ms, ws, tail);
 }

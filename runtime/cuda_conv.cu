@@ -13,7 +13,10 @@
  * runs cuDNN's Find, which times every algorithm on the device within
  * the workspace limit (cuda_workspace()), and the fastest is kept in the
  * process's cache (conv_algo.h) with the shape's descriptors, keyed by
- * shape and precision, so each is searched once per process.  In fp32
+ * shape and precision, so each is searched once per process.  Where the
+ * search gives nothing to run (it fails, no room for its buffer, none of
+ * its candidates usable) the shape takes cuDNN's heuristic choice (the
+ * _v7 queries), as before the search, and --verbose says why.  In fp32
  * the search and the runs are in FMA math: no TF32, float32 results as
  * the CPU computes them; in tf32 cuDNN's default math, which lets tensor
  * cores round the inputs to TF32 (gpu_prec.h).
@@ -52,17 +55,23 @@ static struct conv conv_dims(const struct kern *k)
 	return d;
 }
 
-/* The descriptors of one convolution shape (its cache entry's descs),
- * and the math each direction's chosen algorithm runs in: cuDNN decides
- * whether an algorithm uses tensor cores from the algorithm and the
- * descriptor's math together, so each call sets the math Find timed. */
+/* The descriptors of one convolution shape (its cache entry's descs).
+ * The three directions share the convolution descriptor: each call sets
+ * the math its choice runs in (conv_cand's run_math) first, as cuDNN
+ * decides tensor cores from the algorithm and that math together. */
 struct conv_descs {
 	struct conv d;
 	cudnnTensorDescriptor_t x, y, bias;
 	cudnnFilterDescriptor_t w;
 	cudnnConvolutionDescriptor_t conv;
-	cudnnMathType_t math[CONV_NDIRS];
 };
+
+/* conv_algo.c reads cuDNN's math types by these numbers */
+static_assert((int)CUDNN_DEFAULT_MATH == CONV_DNN_DEFAULT &&
+		      (int)CUDNN_TENSOR_OP_MATH == CONV_DNN_TENSOR_OP &&
+		      (int)CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION == CONV_DNN_TENSOR_OP_CONVERT &&
+		      (int)CUDNN_FMA_MATH == CONV_DNN_FMA,
+	      "cudnnMathType_t's numbers differ from conv_algo.h's");
 
 /* The most algorithms a direction has (forward's), and each one's count. */
 #define MAX_ALGOS ((int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
@@ -88,21 +97,6 @@ static struct conv_key key_of(const struct conv *d)
 	k.groups = d->groups;
 	k.precision = gpu_opt_prec();
 	return k;
-}
-
-/* the math a search runs in: what the precision allows (gpu_prec.h) */
-static cudnnMathType_t search_math(enum gpu_prec p)
-{
-	return gpu_prec_math(p).dnn_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-}
-
-/* Float32 data on tensor cores is TF32 in the default and tensor-op
- * maths; only the converting one narrows it (to half). */
-static enum conv_math math_of(cudnnMathType_t m)
-{
-	return m == CUDNN_FMA_MATH ? CONV_MATH_FMA
-	       : m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? CONV_MATH_NARROW
-							    : CONV_MATH_TF32;
 }
 
 static const char *algo_name(enum conv_dir d, int a)
@@ -228,28 +222,30 @@ static cudnnStatus_t ws_size(const struct conv_descs *p, enum conv_dir dir, int 
 		bytes);
 }
 
-/* Find's results as candidates; the three directions' results have the
- * same fields under different types. */
+/* cuDNN's results as candidates of precision p; the three directions'
+ * results have the same fields under different types. */
 template <typename Perf>
-static void cands_of(const Perf *r, int n, struct conv_cand *cand, cudnnMathType_t *math)
+static void cands_of(const Perf *r, int n, enum gpu_prec p, struct conv_cand *cand)
 {
 	for (int q = 0; q < n; q++) {
 		cand[q].algo = (int)r[q].algo;
 		cand[q].ok = r[q].status == CUDNN_STATUS_SUCCESS;
 		cand[q].deterministic = r[q].determinism == CUDNN_DETERMINISTIC;
-		cand[q].math = math_of(r[q].mathType);
+		conv_cand_math(&cand[q], (int)r[q].mathType, p);
 		cand[q].ws_bytes = r[q].memory;
 		cand[q].ms = r[q].time;
-		math[q] = r[q].mathType;
 	}
 }
 
-/* cuDNN's Find for one direction with the kernel's buffers: what it
- * writes (y, dx) the call after the search writes again; dw, which the
- * call adds to, is dw_scratch instead.  ws: the workspace, ws_bytes. */
-static cudnnStatus_t find(const struct conv_descs *p, enum conv_dir dir, const struct kbufs *b,
-			  void *dw_scratch, void *ws, size_t ws_bytes, struct conv_cand *cand,
-			  cudnnMathType_t *math, int *n)
+/* The candidates of one direction, in the descriptor's math now.  b set:
+ * cuDNN's Find with the kernel's buffers: what it writes (y, dx) the
+ * call after the search writes again; dw, which the call adds to, is
+ * dw_scratch instead; ws: the workspace, ws_bytes.  b NULL: cuDNN's
+ * heuristic ranking (the _v7 queries), which runs nothing and times
+ * nothing. */
+static cudnnStatus_t candidates(const struct conv_descs *p, enum conv_dir dir,
+				const struct kbufs *b, void *dw_scratch, void *ws, size_t ws_bytes,
+				enum gpu_prec prec, struct conv_cand *cand, int *n)
 {
 	cudnnStatus_t s;
 
@@ -257,47 +253,105 @@ static cudnnStatus_t find(const struct conv_descs *p, enum conv_dir dir, const s
 	if (dir == CONV_FWD) {
 		cudnnConvolutionFwdAlgoPerf_t r[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
 
-		s = cudnnFindConvolutionForwardAlgorithmEx(
-			cuda_ctx.dnn, p->x, b->in[0], p->w, b->w, p->conv, p->y, b->out,
-			CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r, ws, ws_bytes);
+		s = b ? cudnnFindConvolutionForwardAlgorithmEx(
+				cuda_ctx.dnn, p->x, b->in[0], p->w, b->w, p->conv, p->y, b->out,
+				CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, r, ws, ws_bytes)
+		      : cudnnGetConvolutionForwardAlgorithm_v7(cuda_ctx.dnn, p->x, p->w, p->conv,
+							       p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+							       n, r);
 		if (s == CUDNN_STATUS_SUCCESS)
-			cands_of(r, *n, cand, math);
+			cands_of(r, *n, prec, cand);
 	} else if (dir == CONV_BWD_DATA) {
 		cudnnConvolutionBwdDataAlgoPerf_t r[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
 
-		s = cudnnFindConvolutionBackwardDataAlgorithmEx(
-			cuda_ctx.dnn, p->w, b->w, p->y, b->dout, p->conv, p->x, b->din[0],
-			CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, r, ws, ws_bytes);
+		s = b ? cudnnFindConvolutionBackwardDataAlgorithmEx(
+				cuda_ctx.dnn, p->w, b->w, p->y, b->dout, p->conv, p->x, b->din[0],
+				CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, r, ws, ws_bytes)
+		      : cudnnGetConvolutionBackwardDataAlgorithm_v7(
+				cuda_ctx.dnn, p->w, p->y, p->conv, p->x,
+				CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, r);
 		if (s == CUDNN_STATUS_SUCCESS)
-			cands_of(r, *n, cand, math);
+			cands_of(r, *n, prec, cand);
 	} else {
 		cudnnConvolutionBwdFilterAlgoPerf_t r[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
 
-		s = cudnnFindConvolutionBackwardFilterAlgorithmEx(
-			cuda_ctx.dnn, p->x, b->in[0], p->y, b->dout, p->conv, p->w, dw_scratch,
-			CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, r, ws, ws_bytes);
+		s = b ? cudnnFindConvolutionBackwardFilterAlgorithmEx(
+				cuda_ctx.dnn, p->x, b->in[0], p->y, b->dout, p->conv, p->w,
+				dw_scratch, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, r, ws,
+				ws_bytes)
+		      : cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+				cuda_ctx.dnn, p->x, p->y, p->conv, p->w,
+				CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, r);
 		if (s == CUDNN_STATUS_SUCCESS)
-			cands_of(r, *n, cand, math);
+			cands_of(r, *n, prec, cand);
 	}
 	return s;
 }
 
-/* --verbose: the choice, one line */
+/* --verbose: direction dir's choice among the n candidates, one line;
+ * why: why the search gave none (the choice is then the heuristics'),
+ * else NULL */
 static void report(const struct conv_entry *e, enum conv_dir dir, const struct conv_cand *cand,
-		   int best, int n)
+		   int n, const char *why)
 {
+	const struct conv_cand *c = &e->dir[dir].c;
 	FILE *f = gpu_opt_verbose();
-	char line[512];
+	char line[768];
 	int ran = 0;
 
 	if (!f)
 		return;
 	for (int q = 0; q < n; q++)
 		ran += cand[q].ok;
-	conv_line(line, sizeof line, &e->key, dir, algo_name(dir, cand[best].algo), &cand[best],
-		  ran, n);
+	conv_line(line, sizeof line, &e->key, dir, algo_name(dir, c->algo), c, ran, n, why);
 	fprintf(f, "%s\n", line);
 	fflush(f);
+}
+
+/* Keeps c as direction dir's choice.  Its workspace is the larger of
+ * what cuDNN reported with it and what cuDNN says the algorithm needs in
+ * the math the call sets (in fp32 FMA, whatever the label was), within
+ * the limit: the call never gets less than its math needs. */
+static void keep(struct conv_entry *e, enum conv_dir dir, const struct conv_cand *c)
+{
+	const struct conv_descs *p = (const struct conv_descs *)e->descs;
+	size_t need = 0;
+
+	e->dir[dir].c = *c;
+	e->dir[dir].searched = 1;
+	if (cudnnSetConvolutionMathType(p->conv, (cudnnMathType_t)c->run_math) ==
+		    CUDNN_STATUS_SUCCESS &&
+	    ws_size(p, dir, c->algo, &need) == CUDNN_STATUS_SUCCESS && need > c->ws_bytes &&
+	    need <= cuda_ctx.ws_limit)
+		e->dir[dir].c.ws_bytes = need;
+}
+
+/* Direction dir of e's shape where the search gave nothing to run (why
+ * says what): cuDNN's heuristic choice within the workspace limit, as
+ * the backend chose before it searched (conv_pick_ranked()), in the
+ * search's math. */
+static int fallback(struct conv_entry *e, enum conv_dir dir, const char *why)
+{
+	const struct conv_descs *p = (const struct conv_descs *)e->descs;
+	enum gpu_prec prec = e->key.precision;
+	struct conv_cand cand[MAX_ALGOS];
+	int n = 0, best;
+	cudnnStatus_t s;
+
+	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, (cudnnMathType_t)conv_search_math(prec)));
+	s = candidates(p, dir, NULL, NULL, NULL, 0, prec, cand, &n);
+	if (s != CUDNN_STATUS_SUCCESS)
+		return ap_err(AP_EFAIL, "cudnn", 0, "%s convolution in %s: %s, and the heuristics: %s",
+			      conv_dir_name(dir), gpu_prec_name(prec), why, cudnnGetErrorString(s));
+	best = conv_pick_ranked(cand, n, cuda_ctx.ws_limit, prec);
+	if (best < 0)
+		return ap_err(AP_EFAIL, "cudnn", 0,
+			      "%s convolution in %s: %s, and none of the heuristics' %d fits a "
+			      "workspace of %zu bytes",
+			      conv_dir_name(dir), gpu_prec_name(prec), why, n, cuda_ctx.ws_limit);
+	keep(e, dir, &cand[best]);
+	report(e, dir, cand, n, why);
+	return AP_OK;
 }
 
 /* Searches direction dir of e's shape and keeps the choice.  The search
@@ -306,20 +360,23 @@ static void report(const struct conv_entry *e, enum conv_dir dir, const struct c
  * smaller ones while the device has no room for it), so a rarely chosen
  * algorithm's large workspace is not kept for the run.  The buffer is
  * the stream's (cudaMallocAsync): cudaFree would wait for the whole
- * device, a transfer another rank has yet to match included. */
+ * device, a transfer another rank has yet to match included.  Where the
+ * search gives nothing to run, cuDNN's heuristics choose (fallback()).
+ * A CUDA error around the search (the stream's sync, the free) is the
+ * run's: it is returned, not covered by the heuristics. */
 static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b)
 {
 	struct conv_descs *p = (struct conv_descs *)e->descs;
 	const struct conv *d = &p->d;
+	enum gpu_prec prec = e->key.precision;
 	struct conv_cand cand[MAX_ALGOS];
-	cudnnMathType_t math[MAX_ALGOS];
 	size_t need[MAX_ALGOS], ws = 0, scratch = 0;
-	int nneed = 0, n = 0, best, st = AP_OK;
-	char *buf = NULL;
+	int nneed = 0, n = 0, best = -1, st = AP_OK;
+	char *buf = NULL, why[160] = "";
 	cudaError_t ce;
 	cudnnStatus_t s;
 
-	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, search_math(e->key.precision)));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, (cudnnMathType_t)conv_search_math(prec)));
 	for (int a = 0; a < nalgos[dir]; a++)
 		if (ws_size(p, dir, a, &need[nneed]) == CUDNN_STATUS_SUCCESS)
 			nneed++;
@@ -331,10 +388,10 @@ static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b
 	       cudaMallocAsync((void **)&buf, scratch + ws, cuda_ctx.stream) != cudaSuccess) {
 		(void)cudaGetLastError(); /* not left for the next launch's check */
 		buf = NULL;
-		if (!ws)
-			return ap_err(AP_EFAIL, "cuda", 0,
-				      "cannot allocate %zu bytes to search convolution algorithms",
-				      scratch);
+		if (!ws) {
+			snprintf(why, sizeof why, "no room for the search's %zu bytes", scratch);
+			return fallback(e, dir, why);
+		}
 		ws = conv_ws_below(need, nneed, ws - 1);
 	}
 	/* Find is synchronous: the stream first finishes the inputs */
@@ -342,10 +399,9 @@ static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b
 	if (ce != cudaSuccess)
 		st = ap_err(AP_EFAIL, "cuda", 0, "cudaStreamSynchronize: %s", cudaGetErrorString(ce));
 	if (!st) {
-		s = find(p, dir, b, buf, ws ? buf + scratch : NULL, ws, cand, math, &n);
+		s = candidates(p, dir, b, buf, ws ? buf + scratch : NULL, ws, prec, cand, &n);
 		if (s != CUDNN_STATUS_SUCCESS)
-			st = ap_err(AP_EFAIL, "cudnn", 0, "searching the %s algorithms: %s",
-				    conv_dir_name(dir), cudnnGetErrorString(s));
+			snprintf(why, sizeof why, "the search failed (%s)", cudnnGetErrorString(s));
 	}
 	/* the stream's sync hands the buffer back to the device (the pool
 	 * keeps nothing above its threshold, 0), so cudaMalloc has it */
@@ -357,16 +413,13 @@ static int search(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b
 			    cudaGetErrorString(ce));
 	if (st)
 		return st;
-	best = conv_pick(cand, n, ws, e->key.precision);
+	if (!why[0] && (best = conv_pick(cand, n, ws, prec)) < 0)
+		snprintf(why, sizeof why, "none of the %d it timed ran in %s within %zu bytes",
+			 n, gpu_prec_name(prec), ws);
 	if (best < 0)
-		return ap_err(AP_EFAIL, "cudnn", 0,
-			      "no %s convolution algorithm ran in %s within a workspace of %zu "
-			      "bytes (%d tried)",
-			      conv_dir_name(dir), gpu_prec_name(e->key.precision), ws, n);
-	e->dir[dir].c = cand[best];
-	e->dir[dir].searched = 1;
-	p->math[dir] = math[best];
-	report(e, dir, cand, best, n);
+		return fallback(e, dir, why);
+	keep(e, dir, &cand[best]);
+	report(e, dir, cand, n, NULL);
 	return AP_OK;
 }
 
@@ -378,7 +431,7 @@ static int ready(struct conv_entry *e, enum conv_dir dir, const struct kbufs *b,
 
 	if (!e->dir[dir].searched && search(e, dir, b))
 		return AP_EFAIL;
-	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->math[dir]));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, (cudnnMathType_t)e->dir[dir].c.run_math));
 	return cuda_workspace(e->dir[dir].c.ws_bytes, ws);
 }
 

@@ -2,10 +2,13 @@
  * The host side of the CUDA backend's convolution algorithms and
  * precision, without a GPU (runtime/conv_algo.h, runtime/gpu_prec.h,
  * runtime/gpu_opts.h): the cache of choices keyed by shape and precision
- * (lookup, insertion, growth), the choice among synthetic candidate
- * lists as a search would time them (the fastest that fits the
- * workspace and the precision, failed ones skipped, ties broken the same
- * way whatever the order), the search's workspace sizes, the --verbose
+ * (lookup, insertion, growth), what the math cuDNN reports for a
+ * candidate means in each precision (fp32 is FMA whatever the label, so
+ * no label can reject every fp32 algorithm), the choice among synthetic
+ * candidate lists as a search would time them (the fastest that fits
+ * the workspace and the precision, failed ones skipped, ties broken the
+ * same way whatever the order) and, where the search gives none, among
+ * the heuristics' ranking, the search's workspace sizes, the --verbose
  * line, the precision names and math modes, and the command line's
  * --precision: a bad value, or tf32 where only the CPU computes, is
  * refused with exit 2 before anything runs.
@@ -173,6 +176,82 @@ static void test_pick_ties(void **state)
 	assert_int_equal(picked(c, n, 64 * MIB, GPU_FP32), 3);
 }
 
+/* Labels as cuDNN may report them: the four math types, and a number
+ * this build does not know. */
+static void test_reported_math(void **state)
+{
+	static const int labels[] = { CONV_DNN_DEFAULT, CONV_DNN_TENSOR_OP,
+				      CONV_DNN_TENSOR_OP_CONVERT, CONV_DNN_FMA, 7 };
+	static const enum conv_math tf32_math[] = { CONV_MATH_TF32, CONV_MATH_TF32,
+						    CONV_MATH_NARROW, CONV_MATH_FMA,
+						    CONV_MATH_NARROW };
+	struct conv_cand c[5];
+
+	(void)state;
+	assert_int_equal(conv_search_math(GPU_FP32), CONV_DNN_FMA);
+	assert_int_equal(conv_search_math(GPU_TF32), CONV_DNN_DEFAULT);
+	assert_int_equal(conv_search_math(NGPU_PRECS), CONV_DNN_FMA);
+	for (int q = 0; q < 5; q++) {
+		/* fp32 searched in FMA math: FMA kernels only, run in FMA
+		 * math, whatever the label */
+		memset(&c[q], 0, sizeof c[q]);
+		conv_cand_math(&c[q], labels[q], GPU_FP32);
+		assert_int_equal(c[q].math, CONV_MATH_FMA);
+		assert_int_equal(c[q].run_math, CONV_DNN_FMA);
+		conv_cand_math(&c[q], labels[q], NGPU_PRECS);
+		assert_int_equal(c[q].math, CONV_MATH_FMA);
+		assert_int_equal(c[q].run_math, CONV_DNN_FMA);
+		/* tf32: the label tells, and the call runs in it */
+		conv_cand_math(&c[q], labels[q], GPU_TF32);
+		assert_int_equal(c[q].math, tf32_math[q]);
+		assert_int_equal((int)c[q].run_math, labels[q]);
+	}
+	/* a search in fp32 whose every label reads default math (as cuDNN
+	 * labels an algorithm without a tensor-core variant) still has its
+	 * fastest to run */
+	for (int q = 0; q < 5; q++) {
+		c[q].algo = q, c[q].ok = 1, c[q].deterministic = 1;
+		c[q].ws_bytes = 0, c[q].ms = 1.0f + (float)(q % 3);
+		conv_cand_math(&c[q], CONV_DNN_DEFAULT, GPU_FP32);
+	}
+	c[0].ms = 0.5f;
+	assert_int_equal(conv_pick(c, 5, 0, GPU_FP32), 0);
+	assert_int_equal(conv_pick_ranked(c, 5, 0, GPU_FP32), 0);
+}
+
+/* cuDNN's heuristics rank, untimed (time -1): the first usable, the
+ * deterministic ones first; time plays no part */
+static void test_pick_ranked(void **state)
+{
+	struct conv_cand c[] = {
+		cand(1, 1, -1.0f, 0, 0, CONV_MATH_FMA),
+		cand(5, 1, -1.0f, 64 * MIB, 1, CONV_MATH_FMA),
+		cand(2, 0, -1.0f, 0, 1, CONV_MATH_FMA),
+		cand(6, 1, -1.0f, 0, 1, CONV_MATH_TF32),
+		cand(0, 1, -1.0f, 0, 1, CONV_MATH_FMA),
+		cand(7, 1, -1.0f, 0, 1, CONV_MATH_NARROW),
+	};
+	int n = (int)(sizeof c / sizeof c[0]), q;
+
+	(void)state;
+	/* 5 needs too much workspace, 2 is not supported, 6 is TF32 */
+	q = conv_pick_ranked(c, n, MIB, GPU_FP32);
+	assert_true(q >= 0 && c[q].algo == 0);
+	q = conv_pick_ranked(c, n, 64 * MIB, GPU_FP32);
+	assert_true(q >= 0 && c[q].algo == 5);
+	q = conv_pick_ranked(c, n, MIB, GPU_TF32);
+	assert_true(q >= 0 && c[q].algo == 6);
+	/* no deterministic one usable: the first usable */
+	c[3].deterministic = c[4].deterministic = 0;
+	q = conv_pick_ranked(c, n, MIB, GPU_FP32);
+	assert_true(q >= 0 && c[q].algo == 1);
+	/* the timed choice takes none of these */
+	assert_int_equal(conv_pick(c, n, 64 * MIB, GPU_TF32), -1);
+	c[0].ok = c[1].ok = c[3].ok = c[4].ok = 0;
+	assert_int_equal(conv_pick_ranked(c, n, 64 * MIB, GPU_TF32), -1);
+	assert_int_equal(conv_pick_ranked(c, 0, 64 * MIB, GPU_FP32), -1);
+}
+
 static void test_search_workspace(void **state)
 {
 	const size_t need[] = { 0, 100, 5000, (size_t)1 << 40, 5000, 64 };
@@ -201,18 +280,30 @@ static void test_verbose_line(void **state)
 
 	(void)state;
 	k.h = k.w = 56, k.r = k.s = 1, k.stride_h = k.stride_w = 2, k.pad_h = k.pad_w = 0;
-	conv_line(line, sizeof line, &k, CONV_BWD_DATA, "ALGO_1", &c, 5, 6);
+	conv_line(line, sizeof line, &k, CONV_BWD_DATA, "ALGO_1", &c, 5, 6, NULL);
 	assert_string_equal(line, "conv n=64 c=256 h=56 w=56 k=128 r=1 s=1 stride=2x2 pad=0x0 "
 				  "dilation=1x1 groups=1 fp32, backward data: ALGO_1 (fma, "
 				  "deterministic) 0.412 ms, workspace 1.25 MiB; 5 of 6 ran");
 	k.precision = GPU_TF32;
 	c = cand(0, 1, 2.0f, 0, 0, CONV_MATH_TF32);
-	conv_line(line, sizeof line, &k, CONV_BWD_FILTER, "ALGO_0", &c, 7, 7);
+	conv_line(line, sizeof line, &k, CONV_BWD_FILTER, "ALGO_0", &c, 7, 7, NULL);
 	assert_non_null(strstr(line, " tf32, backward filter: ALGO_0 (tf32, not deterministic) "
 				     "2.000 ms, no workspace; 7 of 7 ran"));
+	/* the heuristics' choice, untimed, and why the search gave none */
+	c = cand(1, 1, -1.0f, 0, 1, CONV_MATH_FMA);
+	k.precision = GPU_FP32;
+	conv_line(line, sizeof line, &k, CONV_FWD, "IMPLICIT_PRECOMP_GEMM", &c, 6, 8,
+		  "the search failed (CUDNN_STATUS_NOT_SUPPORTED)");
+	assert_non_null(strstr(line, " fp32, forward: IMPLICIT_PRECOMP_GEMM (fma, deterministic) "
+				     "not timed, no workspace; cuDNN's heuristic choice: the search "
+				     "failed (CUDNN_STATUS_NOT_SUPPORTED)"));
+	c.ms = NAN;
+	conv_line(line, sizeof line, &k, CONV_FWD, "GEMM", &c, 1, 1, "x");
+	assert_non_null(strstr(line, "not timed"));
+	c.ms = 2.0f;
 	assert_string_equal(conv_dir_name(CONV_FWD), "forward");
 	/* a short buffer is cut, not overrun */
-	assert_true(conv_line(line, 16, &k, CONV_FWD, "GEMM", &c, 1, 8) > 16);
+	assert_true(conv_line(line, 16, &k, CONV_FWD, "GEMM", &c, 1, 8, NULL) > 16);
 	assert_int_equal(strlen(line), 15);
 }
 
@@ -310,6 +401,8 @@ int main(void)
 		cmocka_unit_test(test_pick),
 		cmocka_unit_test(test_pick_math),
 		cmocka_unit_test(test_pick_ties),
+		cmocka_unit_test(test_reported_math),
+		cmocka_unit_test(test_pick_ranked),
 		cmocka_unit_test(test_search_workspace),
 		cmocka_unit_test(test_verbose_line),
 		cmocka_unit_test(test_precision),

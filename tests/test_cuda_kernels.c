@@ -669,6 +669,9 @@ static void test_conv_precision(void **state)
 	assert_int_equal(lines_of(f, text, sizeof text), 6);
 	assert_non_null(strstr(text, " tf32, forward: "));
 	assert_non_null(strstr(text, " tf32, backward filter: "));
+	/* every choice came from the search, none from the heuristics'
+	 * fallback (which keeps a run going but says why the search failed) */
+	assert_null(strstr(text, "heuristic choice"));
 	same(conv);
 	assert_int_equal(lines_of(f, text, sizeof text), 6);
 	same(linear);
