@@ -578,6 +578,18 @@ static void test_attention_shapes(void **state)
 	}
 }
 
+/* Rows of 2049 scores, one sample's 2049 x 2049 more than the backward's
+ * 16 MiB of score gradients (cuda_attn.cu DS_CAP_FLOATS): a chunk of one
+ * sample, an odd number of floats, so the address table after it starts
+ * at an odd float offset in the workspace, and its addresses must still
+ * be rounded up to 8 bytes (cuBLAS loads them as pointers). */
+static void test_attention_odd_table(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	same("model t\nbatch 2\ninput x l=2049 c=2\nattention y x heads=1 causal=1 bias=1\n");
+}
+
 /* The executor's own moves and the optimizer. */
 static void test_memory_and_optimizer(void **state)
 {
@@ -715,6 +727,7 @@ int main(void)
 		cmocka_unit_test(test_elem_vector),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_attention_shapes),
+		cmocka_unit_test(test_attention_odd_table),
 		cmocka_unit_test(test_bad_label),
 		cmocka_unit_test(test_conv_precision),
 	};
